@@ -1,0 +1,221 @@
+//! Congestion controllers. Loss detection and recovery live in the
+//! transport (mpsim-proto); a controller only decides how the window grows
+//! on ACKs, what `ssthresh` becomes on a congestion event, and how it reacts
+//! to state changes. Coupled controllers see their sibling subflows through
+//! the slice of [`SubflowCc`] the connection owns.
+//!
+//! Reference: `specs/congestion-control.md` (sections cited per file).
+
+use mpsim_core::{SimDuration, SimTime};
+
+mod common;
+mod reno;
+
+pub use common::{linux_reno_ca, slow_start};
+pub use reno::Reno;
+
+/// TCP congestion-avoidance state (Linux `ca_state`), spec 1.3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CaState {
+    #[default]
+    Open,
+    Disorder,
+    Recovery,
+    Loss,
+    Cwr,
+}
+
+/// Fidelity mode, spec 1.2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum CcMode {
+    /// Real-valued arithmetic, formulas as the spec writes them.
+    #[default]
+    Reference,
+    /// Integer arithmetic and quirks of the Linux implementation.
+    Linux,
+}
+
+/// Per-subflow state that controllers read (all subflows) and write (their
+/// own subflow). Windows are in packets of `mss_bytes`.
+#[derive(Clone, Copy, Debug)]
+pub struct SubflowCc {
+    /// Congestion window, packets (integer-valued in linux mode).
+    pub cwnd_pkts: f64,
+    /// Slow-start threshold, packets.
+    pub ssthresh_pkts: f64,
+    /// Linux fractional-increase counter (`snd_cwnd_cnt`); ACK events.
+    pub cwnd_cnt: i64,
+    pub ca_state: CaState,
+    /// Smoothed RTT; `None` until the first sample.
+    pub srtt: Option<SimDuration>,
+    /// Minimum RTT ever sampled.
+    pub min_rtt: Option<SimDuration>,
+    pub mss_bytes: u32,
+    /// Handshake complete (MPTCP: fully established).
+    pub established: bool,
+    /// In a state that may send (ESTABLISHED / CLOSE_WAIT).
+    pub can_send: bool,
+    /// Subflow-level cumulative ACK point, bytes.
+    pub snd_una: u64,
+    /// Next new byte to send, bytes.
+    pub snd_nxt: u64,
+    /// Packets in flight (RFC 6675 pipe with SACK).
+    pub flight_pkts: f64,
+    /// Upper clamp of the window, packets.
+    pub cwnd_clamp_pkts: f64,
+}
+
+impl SubflowCc {
+    pub fn new(initial_cwnd_pkts: f64, mss_bytes: u32) -> Self {
+        SubflowCc {
+            cwnd_pkts: initial_cwnd_pkts,
+            ssthresh_pkts: INFINITE_SSTHRESH_PKTS,
+            cwnd_cnt: 0,
+            ca_state: CaState::Open,
+            srtt: None,
+            min_rtt: None,
+            mss_bytes,
+            established: false,
+            can_send: false,
+            snd_una: 0,
+            snd_nxt: 0,
+            flight_pkts: 0.0,
+            cwnd_clamp_pkts: 1.0e9,
+        }
+    }
+
+    /// Takes part in coupled sums (spec 1.7).
+    pub fn is_coupled(&self) -> bool {
+        self.established && self.can_send && self.srtt.is_some_and(|s| s.as_ps() > 0)
+    }
+
+    /// `w̃`: ssthresh while in fast recovery, else cwnd (spec 1.7).
+    pub fn w_tilde(&self) -> f64 {
+        if self.ca_state == CaState::Recovery {
+            self.ssthresh_pkts
+        } else {
+            self.cwnd_pkts
+        }
+    }
+
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd_pkts < self.ssthresh_pkts
+    }
+
+    pub fn srtt_s(&self) -> f64 {
+        self.srtt.map_or(0.0, |s| s.as_secs_f64())
+    }
+
+    /// Linux `srtt_us`: 8 × SRTT in microseconds.
+    pub fn linux_srtt_us(&self) -> u64 {
+        self.srtt.map_or(0, |s| (s.as_ps() * 8) / 1_000_000)
+    }
+}
+
+/// "Infinite" initial ssthresh (spec 1.3).
+pub const INFINITE_SSTHRESH_PKTS: f64 = 2147483648.0;
+
+/// One ACK that newly acknowledged data, as the controller sees it.
+#[derive(Clone, Copy, Debug)]
+pub struct AckSample {
+    pub now: SimTime,
+    /// Packets newly acknowledged (bytes / MSS, may be fractional).
+    pub acked_pkts: f64,
+    pub acked_bytes: u64,
+    /// RTT measured by this ACK, if Karn's rule allows one.
+    pub rtt: Option<SimDuration>,
+}
+
+/// The hooks of spec 1.8. The transport calls `on_ack` once per ACK that
+/// newly acknowledges data, only in `Open`/`Disorder` and when the subflow
+/// is cwnd-limited (spec 1.5); the controller runs slow start itself (with
+/// [`slow_start`]) so that delay-based controllers can leave it early.
+pub trait CongestionController {
+    /// Lowercase algorithm name as scenario files spell it.
+    fn name(&self) -> &'static str;
+    fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample);
+    /// New ssthresh (packets) for a congestion event on `r` (fast recovery or RTO).
+    fn ssthresh_on_loss(&mut self, subflows: &[SubflowCc], r: usize) -> f64;
+    /// After the transport set `cwnd = 1` on a retransmission timeout.
+    fn on_rto(&mut self, _subflows: &mut [SubflowCc], _r: usize) {}
+    /// `ca_state` of `r` changed to `new` (already written in `subflows`).
+    fn on_state_change(&mut self, _subflows: &mut [SubflowCc], _r: usize, _new: CaState) {}
+    /// Every valid RTT sample (Karn's rule applied), before `on_ack`.
+    fn on_rtt_sample(&mut self, _subflows: &[SubflowCc], _r: usize, _rtt: SimDuration, _now: SimTime) {}
+    /// The subflow restarts after an idle period longer than its RTO.
+    fn on_idle_restart(&mut self, _subflows: &mut [SubflowCc], _r: usize, _now: SimTime) {}
+    /// A subflow was appended at index `r`.
+    fn on_subflow_added(&mut self, _r: usize) {}
+    /// Subflow `r` no longer takes part (it stays in the slice, not coupled).
+    fn on_subflow_removed(&mut self, _subflows: &[SubflowCc], _r: usize) {}
+}
+
+/// Error for an algorithm name or mode no controller answers to.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum CcError {
+    #[error("unknown congestion control '{0}'")]
+    Unknown(String),
+    #[error("congestion control '{0}' is not available for transport '{1}'")]
+    NotForTransport(String, String),
+}
+
+/// The built-in controllers, selected by lowercase name. Enum dispatch keeps
+/// the per-ACK call free of indirection.
+pub enum Controller {
+    Reno(Reno),
+}
+
+/// Names accepted for single-path TCP.
+pub const TCP_ALGORITHMS: &[&str] = &["reno", "cubic", "vegas"];
+
+impl Controller {
+    /// Builds the controller `name` in `mode`.
+    pub fn new(name: &str, mode: CcMode) -> Result<Controller, CcError> {
+        match name {
+            "reno" => Ok(Controller::Reno(Reno::new(mode))),
+            other => Err(CcError::Unknown(other.to_string())),
+        }
+    }
+
+    fn inner(&mut self) -> &mut dyn CongestionController {
+        match self {
+            Controller::Reno(c) => c,
+        }
+    }
+
+    fn inner_ref(&self) -> &dyn CongestionController {
+        match self {
+            Controller::Reno(c) => c,
+        }
+    }
+}
+
+impl CongestionController for Controller {
+    fn name(&self) -> &'static str {
+        self.inner_ref().name()
+    }
+    fn on_ack(&mut self, s: &mut [SubflowCc], r: usize, ack: &AckSample) {
+        self.inner().on_ack(s, r, ack)
+    }
+    fn ssthresh_on_loss(&mut self, s: &[SubflowCc], r: usize) -> f64 {
+        self.inner().ssthresh_on_loss(s, r)
+    }
+    fn on_rto(&mut self, s: &mut [SubflowCc], r: usize) {
+        self.inner().on_rto(s, r)
+    }
+    fn on_state_change(&mut self, s: &mut [SubflowCc], r: usize, new: CaState) {
+        self.inner().on_state_change(s, r, new)
+    }
+    fn on_rtt_sample(&mut self, s: &[SubflowCc], r: usize, rtt: SimDuration, now: SimTime) {
+        self.inner().on_rtt_sample(s, r, rtt, now)
+    }
+    fn on_idle_restart(&mut self, s: &mut [SubflowCc], r: usize, now: SimTime) {
+        self.inner().on_idle_restart(s, r, now)
+    }
+    fn on_subflow_added(&mut self, r: usize) {
+        self.inner().on_subflow_added(r)
+    }
+    fn on_subflow_removed(&mut self, s: &[SubflowCc], r: usize) {
+        self.inner().on_subflow_removed(s, r)
+    }
+}

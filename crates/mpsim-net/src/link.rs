@@ -1,0 +1,288 @@
+//! One direction of a full-duplex link: a drop-tail FIFO in front of a
+//! transmitter of fixed rate, then a propagation delay.
+//!
+//! The FIFO is computed, not simulated: when a packet is accepted its
+//! transmission start and end follow from the previous packet's end
+//! (`busy_until`), so one event per packet (its arrival at the far end)
+//! suffices. Packets in the queue and on the wire sit in `pipe` in arrival
+//! order; the entries still waiting to start transmission are its suffix
+//! (`waiting`), which is what the queue limit counts and what a rate or
+//! delay change re-times.
+
+use crate::loss::LossModel;
+use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
+use std::collections::VecDeque;
+
+/// Capacity of the drop-tail queue (packets waiting, not counting the one
+/// being serialised).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueLimit {
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// Parameters of one link direction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkDirParams {
+    pub bandwidth_bps: u64,
+    pub delay: SimDuration,
+    pub queue: QueueLimit,
+    pub loss: LossModel,
+    pub up: bool,
+}
+
+/// Counters of one direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct DirStats {
+    /// Wire bytes serialised (including packets later lost on the wire).
+    pub tx_bytes: u64,
+    pub tx_packets: u64,
+    /// Wire bytes delivered to the far end.
+    pub rx_bytes: u64,
+    /// Dropped because the queue was full.
+    pub queue_drops: u64,
+    /// Lost on the wire by the loss model.
+    pub loss_drops: u64,
+    /// Dropped because the link was down (or went down with them on board).
+    pub down_drops: u64,
+    /// Time the transmitter was busy, picoseconds.
+    pub busy_ps: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    arrival: SimTime,
+    pid: PacketId,
+    wire_bytes: u32,
+    lost: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Waiting {
+    tx_start: SimTime,
+    wire_bytes: u32,
+}
+
+/// What happened to a packet offered to a link direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EnqueueOutcome {
+    /// Accepted; if `schedule` is set the caller must schedule an arrival
+    /// event at `arrival` (the pipe was empty before).
+    Accepted { schedule: Option<SimTime> },
+    /// Dropped (queue full or link down): the caller frees the packet.
+    Dropped,
+}
+
+pub struct LinkDir {
+    pub params: LinkDirParams,
+    pub stats: DirStats,
+    /// Bumped whenever pending arrival events become invalid.
+    pub generation: u32,
+    rng: SimRng,
+    busy_until: SimTime,
+    pipe: VecDeque<InFlight>,
+    waiting: VecDeque<Waiting>,
+    waiting_bytes: u64,
+}
+
+impl LinkDir {
+    pub fn new(params: LinkDirParams, rng: SimRng) -> Self {
+        LinkDir {
+            params,
+            stats: DirStats::default(),
+            generation: 0,
+            rng,
+            busy_until: SimTime::ZERO,
+            pipe: VecDeque::with_capacity(64),
+            waiting: VecDeque::with_capacity(64),
+            waiting_bytes: 0,
+        }
+    }
+
+    fn purge_started(&mut self, now: SimTime) {
+        while let Some(w) = self.waiting.front() {
+            if w.tx_start > now {
+                break;
+            }
+            self.waiting_bytes -= w.wire_bytes as u64;
+            self.waiting.pop_front();
+        }
+    }
+
+    /// Packets waiting for the transmitter at `now`.
+    pub fn queue_len_pkts(&mut self, now: SimTime) -> usize {
+        self.purge_started(now);
+        self.waiting.len()
+    }
+
+    fn queue_full(&self, wire_bytes: u32) -> bool {
+        match self.params.queue {
+            QueueLimit::Packets(n) => self.waiting.len() >= n as usize,
+            QueueLimit::Bytes(b) => self.waiting_bytes + wire_bytes as u64 > b,
+        }
+    }
+
+    fn last_arrival(&self) -> SimTime {
+        self.pipe.back().map_or(SimTime::ZERO, |f| f.arrival)
+    }
+
+    /// Offers packet `pid` of `wire_bytes` at `now`.
+    pub fn enqueue(&mut self, now: SimTime, pid: PacketId, wire_bytes: u32) -> EnqueueOutcome {
+        if !self.params.up {
+            self.stats.down_drops += 1;
+            return EnqueueOutcome::Dropped;
+        }
+        self.purge_started(now);
+        let idle = self.busy_until <= now;
+        if !idle && self.queue_full(wire_bytes) {
+            self.stats.queue_drops += 1;
+            return EnqueueOutcome::Dropped;
+        }
+        let tx_start = if idle { now } else { self.busy_until };
+        let tx = SimDuration::transmission(wire_bytes as u64, self.params.bandwidth_bps);
+        let tx_end = tx_start + tx;
+        self.busy_until = tx_end;
+        if tx_start > now {
+            self.waiting.push_back(Waiting { tx_start, wire_bytes });
+            self.waiting_bytes += wire_bytes as u64;
+        }
+        self.stats.tx_bytes += wire_bytes as u64;
+        self.stats.tx_packets += 1;
+        self.stats.busy_ps += tx.as_ps();
+        let lost = self.params.loss.lose(&mut self.rng);
+        let arrival = (tx_end + self.params.delay).max(self.last_arrival());
+        let was_empty = self.pipe.is_empty();
+        self.pipe.push_back(InFlight { arrival, pid, wire_bytes, lost });
+        EnqueueOutcome::Accepted { schedule: was_empty.then_some(arrival) }
+    }
+
+    /// Removes the packet arriving now (the head of the pipe). Returns it,
+    /// whether it survived the wire, and the time of the next arrival.
+    pub fn pop_arrival(&mut self) -> (PacketId, bool, Option<SimTime>) {
+        // The engine only calls this at the head's arrival time for the
+        // current generation, so the pipe is non-empty.
+        let head = self.pipe.pop_front().expect("arrival event with an empty pipe");
+        if head.lost {
+            self.stats.loss_drops += 1;
+        } else {
+            self.stats.rx_bytes += head.wire_bytes as u64;
+        }
+        (head.pid, !head.lost, self.pipe.front().map(|f| f.arrival))
+    }
+
+    /// Takes the link down at `now`: everything queued or on the wire is
+    /// lost. Returns the packets to free.
+    pub fn go_down(&mut self, now: SimTime) -> Vec<PacketId> {
+        self.params.up = false;
+        self.generation = self.generation.wrapping_add(1);
+        self.busy_until = now;
+        self.waiting.clear();
+        self.waiting_bytes = 0;
+        self.stats.down_drops += self.pipe.len() as u64;
+        self.pipe.drain(..).map(|f| f.pid).collect()
+    }
+
+    pub fn go_up(&mut self) {
+        self.params.up = true;
+    }
+
+    /// Applies new rate/delay at `now` to the packets that have not started
+    /// transmission (the one being serialised finishes at the old rate).
+    /// Returns the time of the next arrival to schedule under the new
+    /// generation, if any packet is in flight.
+    pub fn retime(&mut self, now: SimTime) -> Option<SimTime> {
+        self.purge_started(now);
+        self.generation = self.generation.wrapping_add(1);
+        let n_wait = self.waiting.len();
+        let first = self.pipe.len() - n_wait;
+        let mut busy = self.waiting.front().map_or(self.busy_until, |w| w.tx_start);
+        let mut floor = if first > 0 { self.pipe[first - 1].arrival } else { SimTime::ZERO };
+        for i in 0..n_wait {
+            let w = &mut self.waiting[i];
+            w.tx_start = busy;
+            let tx = SimDuration::transmission(w.wire_bytes as u64, self.params.bandwidth_bps);
+            busy = busy + tx;
+            let arrival = (busy + self.params.delay).max(floor);
+            self.pipe[first + i].arrival = arrival;
+            floor = arrival;
+        }
+        if n_wait > 0 {
+            self.busy_until = busy;
+        }
+        self.pipe.front().map(|f| f.arrival)
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.pipe.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(bw: u64, delay_ms: u64, q: QueueLimit) -> LinkDir {
+        LinkDir::new(
+            LinkDirParams { bandwidth_bps: bw, delay: SimDuration::from_millis(delay_ms), queue: q, loss: LossModel::None, up: true },
+            SimRng::new(1, 1),
+        )
+    }
+
+    #[test]
+    fn arrival_is_serialisation_plus_propagation() {
+        let mut d = dir(10_000_000, 20, QueueLimit::Packets(10));
+        let out = d.enqueue(SimTime::ZERO, PacketId(0), 1514);
+        let t = SimTime(1_211_200_000) + SimDuration::from_millis(20);
+        assert_eq!(out, EnqueueOutcome::Accepted { schedule: Some(t) });
+        // A second packet queues behind the first.
+        let out2 = d.enqueue(SimTime::ZERO, PacketId(1), 1514);
+        assert_eq!(out2, EnqueueOutcome::Accepted { schedule: None });
+        assert_eq!(d.pop_arrival(), (PacketId(0), true, Some(t + SimDuration(1_211_200_000))));
+    }
+
+    #[test]
+    fn drop_tail_counts_waiting_packets_only() {
+        let mut d = dir(1_000_000, 1, QueueLimit::Packets(2));
+        let outs: Vec<_> = (0..5).map(|i| d.enqueue(SimTime::ZERO, PacketId(i), 1000)).collect();
+        // One in transmission plus two waiting; the rest dropped.
+        assert_eq!(outs.iter().filter(|o| **o == EnqueueOutcome::Dropped).count(), 2);
+        assert_eq!(d.stats.queue_drops, 2);
+        // After the first finishes (8 ms) one slot frees.
+        assert_eq!(d.queue_len_pkts(SimTime(8_000_000_000)), 1);
+    }
+
+    #[test]
+    fn byte_queue_limit() {
+        let mut d = dir(1_000_000, 1, QueueLimit::Bytes(2500));
+        let outs: Vec<_> = (0..5).map(|i| d.enqueue(SimTime::ZERO, PacketId(i), 1000)).collect();
+        assert_eq!(outs.iter().filter(|o| **o == EnqueueOutcome::Dropped).count(), 2);
+    }
+
+    #[test]
+    fn going_down_loses_everything_on_board() {
+        let mut d = dir(1_000_000, 1, QueueLimit::Packets(10));
+        for i in 0..3 {
+            d.enqueue(SimTime::ZERO, PacketId(i), 1000);
+        }
+        let lost = d.go_down(SimTime(1));
+        assert_eq!(lost.len(), 3);
+        assert_eq!(d.enqueue(SimTime(2), PacketId(9), 1000), EnqueueOutcome::Dropped);
+        d.go_up();
+        assert!(matches!(d.enqueue(SimTime(3), PacketId(9), 1000), EnqueueOutcome::Accepted { .. }));
+    }
+
+    #[test]
+    fn a_rate_change_retimes_waiting_packets() {
+        let mut d = dir(1_000_000, 0, QueueLimit::Packets(10));
+        for i in 0..3 {
+            d.enqueue(SimTime::ZERO, PacketId(i), 1000);
+        }
+        // 8 ms each at 1 Mbps. Double the rate at 1 ms: the first packet
+        // keeps its 8 ms, the others take 4 ms each.
+        d.params.bandwidth_bps = 2_000_000;
+        let head = d.retime(SimTime(1_000_000_000));
+        assert_eq!(head, Some(SimTime(8_000_000_000)));
+        d.pop_arrival();
+        assert_eq!(d.pop_arrival().2, Some(SimTime(16_000_000_000)));
+    }
+}

@@ -1,1 +1,8 @@
-//! placeholder
+//! Sans-IO transport endpoints. Every endpoint takes time and packets in
+//! (`handle_segment`, `handle_timeout`) and gives packets, a next deadline
+//! and application events out (`poll_transmit`, `poll_timeout`,
+//! `poll_event`). They know nothing of links, queues or the event loop.
+
+pub mod tcp;
+
+pub use tcp::{AppEvent, TcpConfig, TcpConnection, TcpState};

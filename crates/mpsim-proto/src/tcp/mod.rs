@@ -1,0 +1,107 @@
+//! TCP, sans-IO. [`Subflow`] is the whole per-path machinery (handshake,
+//! sender with SACK scoreboard and RTO, receiver with delayed ACKs); a
+//! single-path [`TcpConnection`] is one subflow plus its congestion
+//! controller, and MPTCP reuses the same subflow for each path.
+
+mod connection;
+mod recv;
+mod rtt;
+mod scoreboard;
+mod subflow;
+
+pub use connection::TcpConnection;
+pub use recv::{Receiver, RecvOutcome};
+pub use rtt::RttEstimator;
+pub use scoreboard::{AckedInfo, Scoreboard, Seg};
+pub use subflow::{CcCtx, Subflow, SubflowStats};
+
+use mpsim_cc::CcMode;
+use mpsim_core::SimDuration;
+
+/// Connection states of RFC 9293 (LISTEN is the server's listener, not a subflow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TcpState {
+    SynSent,
+    SynReceived,
+    Established,
+    FinWait1,
+    FinWait2,
+    CloseWait,
+    Closing,
+    LastAck,
+    TimeWait,
+    Closed,
+}
+
+impl TcpState {
+    /// States in which new data may be sent (ESTABLISHED, CLOSE_WAIT).
+    pub fn can_send(self) -> bool {
+        matches!(self, TcpState::Established | TcpState::CloseWait)
+    }
+    pub fn is_synchronised(self) -> bool {
+        !matches!(self, TcpState::SynSent | TcpState::SynReceived | TcpState::Closed)
+    }
+}
+
+/// What the application learns from its endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppEvent {
+    /// The handshake completed.
+    Connected,
+    /// Bytes newly delivered in order to the application.
+    Delivered { bytes: u64 },
+    /// The peer's FIN arrived (after all its data).
+    PeerClosed,
+    /// Everything the application wrote, and our FIN, is acknowledged.
+    SendComplete,
+    /// The connection gave up (SYN retries exhausted or reset).
+    Failed,
+}
+
+/// Per-connection TCP parameters. Defaults follow Linux.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpConfig {
+    /// Segment payload.
+    pub mss_bytes: u32,
+    /// Wire bytes per segment beyond the payload (Ethernet + IP + TCP + timestamps).
+    pub header_bytes: u32,
+    pub sack: bool,
+    pub delayed_ack: bool,
+    pub delayed_ack_timeout: SimDuration,
+    pub min_rto: SimDuration,
+    pub max_rto: SimDuration,
+    pub initial_rto: SimDuration,
+    pub initial_cwnd_pkts: u32,
+    /// Receive buffer; the advertised window is its free space.
+    pub rcvbuf_bytes: u64,
+    pub dupthresh: u32,
+    /// SYN (and SYN/ACK) retransmissions before giving up (Linux tcp_syn_retries).
+    pub syn_retries: u32,
+    pub cc_mode: CcMode,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss_bytes: 1448,
+            header_bytes: 66,
+            sack: true,
+            delayed_ack: true,
+            delayed_ack_timeout: SimDuration::from_millis(40),
+            min_rto: SimDuration::from_millis(200),
+            max_rto: SimDuration::from_secs(120),
+            initial_rto: SimDuration::from_secs(1),
+            initial_cwnd_pkts: 10,
+            rcvbuf_bytes: 6 * 1024 * 1024,
+            dupthresh: 3,
+            syn_retries: 6,
+            cc_mode: CcMode::Reference,
+        }
+    }
+}
+
+/// Extra wire bytes of a SYN or SYN/ACK (MSS, window scale, SACK permitted).
+pub const SYN_OPTION_BYTES: u32 = 8;
+
+#[cfg(test)]
+mod tests;

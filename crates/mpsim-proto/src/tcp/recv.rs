@@ -1,0 +1,178 @@
+//! The receiving half: in-order delivery, the out-of-order queue, SACK
+//! blocks (RFC 2018: the block holding the latest segment first) and the
+//! advertised window from a finite buffer.
+
+use mpsim_core::SackBlocks;
+use std::collections::BTreeMap;
+
+#[derive(Debug)]
+pub struct Receiver {
+    /// Next in-order sequence expected.
+    pub rcv_nxt: u64,
+    /// Out-of-order ranges start -> end, disjoint and not touching.
+    ooo: BTreeMap<u64, u64>,
+    ooo_bytes: u64,
+    /// Sequences inside the most recently updated ranges, newest first.
+    recent: [Option<u64>; 4],
+    buf_bytes: u64,
+    /// In-order bytes delivered to the application.
+    pub delivered_bytes: u64,
+}
+
+/// What one arriving segment did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecvOutcome {
+    /// Bytes newly delivered in order.
+    pub delivered: u64,
+    /// The segment was out of order, a duplicate, or filled a hole: ACK now.
+    pub ack_now: bool,
+    /// The segment was outside the window and ignored.
+    pub dropped: bool,
+}
+
+impl Receiver {
+    pub fn new(rcv_nxt: u64, buf_bytes: u64) -> Self {
+        Receiver { rcv_nxt, ooo: BTreeMap::new(), ooo_bytes: 0, recent: [None; 4], buf_bytes, delivered_bytes: 0 }
+    }
+
+    /// Advertised window: free buffer space (the application reads at once,
+    /// so only out-of-order data occupies the buffer).
+    pub fn window_bytes(&self) -> u64 {
+        self.buf_bytes.saturating_sub(self.ooo_bytes)
+    }
+
+    pub fn ooo_bytes(&self) -> u64 {
+        self.ooo_bytes
+    }
+
+    pub fn has_ooo(&self) -> bool {
+        !self.ooo.is_empty()
+    }
+
+    /// Accepts payload `[start, end)`.
+    pub fn on_data(&mut self, start: u64, end: u64) -> RecvOutcome {
+        if end <= self.rcv_nxt {
+            return RecvOutcome { ack_now: true, ..Default::default() };
+        }
+        if end > self.rcv_nxt + self.buf_bytes {
+            return RecvOutcome { ack_now: true, dropped: true, ..Default::default() };
+        }
+        if start <= self.rcv_nxt {
+            let had_ooo = self.has_ooo();
+            let before = self.rcv_nxt;
+            self.rcv_nxt = end;
+            self.drain_ooo();
+            let delivered = self.rcv_nxt - before;
+            self.delivered_bytes += delivered;
+            return RecvOutcome { delivered, ack_now: had_ooo, dropped: false };
+        }
+        self.insert_ooo(start, end);
+        RecvOutcome { ack_now: true, ..Default::default() }
+    }
+
+    fn drain_ooo(&mut self) {
+        while let Some((&s, &e)) = self.ooo.iter().next() {
+            if s > self.rcv_nxt {
+                break;
+            }
+            self.ooo.remove(&s);
+            self.ooo_bytes -= e - s;
+            self.rcv_nxt = self.rcv_nxt.max(e);
+        }
+    }
+
+    fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
+        // Merge with every range that overlaps or touches [start, end).
+        let overlapping: Vec<(u64, u64)> = self
+            .ooo
+            .range(..=end)
+            .rev()
+            .take_while(|(_, &e)| e >= start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in overlapping {
+            self.ooo.remove(&s);
+            self.ooo_bytes -= e - s;
+            start = start.min(s);
+            end = end.max(e);
+        }
+        self.ooo.insert(start, end);
+        self.ooo_bytes += end - start;
+        self.recent.copy_within(0..3, 1);
+        self.recent[0] = Some(start);
+    }
+
+    fn range_containing(&self, seq: u64) -> Option<(u64, u64)> {
+        self.ooo.range(..=seq).next_back().filter(|(_, &e)| e > seq).map(|(&s, &e)| (s, e))
+    }
+
+    /// Up to three SACK blocks, the most recently changed first.
+    pub fn sack_blocks(&self) -> SackBlocks {
+        let mut out = SackBlocks::default();
+        for seq in self.recent.iter().flatten() {
+            if let Some(b) = self.range_containing(*seq) {
+                if !out.as_slice().contains(&b) && !out.push(b.0, b.1) {
+                    break;
+                }
+            }
+        }
+        // Fill remaining slots with the lowest ranges not yet listed.
+        for (&s, &e) in &self.ooo {
+            if out.len as usize >= 3 {
+                break;
+            }
+            if !out.as_slice().contains(&(s, e)) {
+                out.push(s, e);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_order_data_is_delivered() {
+        let mut r = Receiver::new(1, 10_000);
+        let o = r.on_data(1, 101);
+        assert_eq!(o, RecvOutcome { delivered: 100, ack_now: false, dropped: false });
+        assert_eq!(r.rcv_nxt, 101);
+    }
+
+    #[test]
+    fn a_hole_filled_delivers_the_queue_and_acks_at_once() {
+        let mut r = Receiver::new(0, 10_000);
+        assert!(r.on_data(100, 200).ack_now);
+        assert!(r.on_data(300, 400).ack_now);
+        assert_eq!(r.window_bytes(), 9_800);
+        let blocks = r.sack_blocks();
+        assert_eq!(blocks.as_slice(), &[(300, 400), (100, 200)]);
+        let o = r.on_data(0, 100);
+        assert_eq!(o.delivered, 200);
+        assert!(o.ack_now);
+        assert_eq!(r.sack_blocks().as_slice(), &[(300, 400)]);
+        r.on_data(200, 300);
+        assert_eq!(r.rcv_nxt, 400);
+        assert_eq!(r.ooo_bytes(), 0);
+    }
+
+    #[test]
+    fn overlapping_and_duplicate_segments_are_merged() {
+        let mut r = Receiver::new(0, 10_000);
+        r.on_data(100, 200);
+        r.on_data(150, 250);
+        r.on_data(250, 300);
+        assert_eq!(r.sack_blocks().as_slice(), &[(100, 300)]);
+        assert_eq!(r.ooo_bytes(), 200);
+        let dup = r.on_data(0, 0);
+        assert!(dup.ack_now);
+    }
+
+    #[test]
+    fn data_beyond_the_buffer_is_dropped() {
+        let mut r = Receiver::new(0, 1_000);
+        assert!(r.on_data(900, 1_100).dropped);
+    }
+}

@@ -1,0 +1,345 @@
+//! The sender's record of outstanding segments: SACK marks, loss marks and
+//! retransmissions (RFC 6675), kept with running byte counters so that
+//! `pipe` is O(1) and loss marking is amortised O(1) per segment.
+
+use mpsim_core::SimTime;
+use std::collections::VecDeque;
+
+/// One segment as first sent; retransmissions keep its boundaries.
+#[derive(Clone, Copy, Debug)]
+pub struct Seg {
+    pub start: u64,
+    pub end: u64,
+    pub sent_at: SimTime,
+    pub fin: bool,
+    /// Ever retransmitted (Karn's rule: no RTT sample from it).
+    pub retransmitted: bool,
+    /// A retransmission of it is in the network (counts in pipe).
+    pub rtx_in_flight: bool,
+    pub sacked: bool,
+    pub lost: bool,
+}
+
+impl Seg {
+    pub fn len(&self) -> u64 {
+        self.end - self.start
+    }
+    pub fn is_empty(&self) -> bool {
+        self.end == self.start
+    }
+}
+
+/// What a cumulative ACK removed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckedInfo {
+    pub bytes: u64,
+    /// Send time of the newest acknowledged segment never retransmitted.
+    pub rtt_from: Option<SimTime>,
+    pub fin_acked: bool,
+}
+
+#[derive(Debug, Default)]
+pub struct Scoreboard {
+    segs: VecDeque<Seg>,
+    out_bytes: u64,
+    sacked_bytes: u64,
+    lost_bytes: u64,
+    rtx_bytes: u64,
+    /// Highest sequence (exclusive) below which unSACKed segments were marked lost.
+    lost_mark: u64,
+    /// No retransmission candidate lies below this sequence.
+    rtx_hint: u64,
+}
+
+impl Scoreboard {
+    pub fn is_empty(&self) -> bool {
+        self.segs.is_empty()
+    }
+    pub fn len(&self) -> usize {
+        self.segs.len()
+    }
+    pub fn first(&self) -> Option<&Seg> {
+        self.segs.front()
+    }
+    pub fn last(&self) -> Option<&Seg> {
+        self.segs.back()
+    }
+    pub fn sacked_bytes(&self) -> u64 {
+        self.sacked_bytes
+    }
+
+    /// RFC 6675 pipe in bytes: outstanding, minus SACKed, minus lost, plus
+    /// retransmissions in flight.
+    pub fn pipe_bytes(&self) -> u64 {
+        (self.out_bytes + self.rtx_bytes).saturating_sub(self.sacked_bytes + self.lost_bytes)
+    }
+
+    /// Bytes sent and not cumulatively acknowledged.
+    pub fn outstanding_bytes(&self) -> u64 {
+        self.out_bytes
+    }
+
+    pub fn push(&mut self, seg: Seg) {
+        self.out_bytes += seg.len();
+        self.segs.push_back(seg);
+    }
+
+    fn index_of(&self, seq: u64) -> usize {
+        self.segs.partition_point(|s| s.end <= seq)
+    }
+
+    fn unmark(&mut self, i: usize) {
+        let s = self.segs[i];
+        if s.sacked {
+            self.sacked_bytes -= s.len();
+        } else {
+            if s.lost {
+                self.lost_bytes -= s.len();
+            }
+            if s.rtx_in_flight {
+                self.rtx_bytes -= s.len();
+            }
+        }
+    }
+
+    /// Removes everything below `ack` (a partly acknowledged head is trimmed).
+    pub fn cum_ack(&mut self, ack: u64) -> AckedInfo {
+        let mut info = AckedInfo::default();
+        while let Some(front) = self.segs.front().copied() {
+            if front.start >= ack {
+                break;
+            }
+            if front.end > ack {
+                self.unmark(0);
+                self.out_bytes -= ack - front.start;
+                info.bytes += ack - front.start;
+                let f = &mut self.segs[0];
+                f.start = ack;
+                let (sacked, lost, rtx, len) = (f.sacked, f.lost, f.rtx_in_flight, f.len());
+                self.sacked_bytes += if sacked { len } else { 0 };
+                self.lost_bytes += if lost && !sacked { len } else { 0 };
+                self.rtx_bytes += if rtx && !sacked { len } else { 0 };
+                break;
+            }
+            self.unmark(0);
+            self.out_bytes -= front.len();
+            info.bytes += front.len();
+            info.fin_acked |= front.fin;
+            if !front.retransmitted {
+                info.rtt_from = Some(front.sent_at);
+            }
+            self.segs.pop_front();
+        }
+        self.lost_mark = self.lost_mark.max(ack);
+        self.rtx_hint = self.rtx_hint.max(ack);
+        info
+    }
+
+    /// Marks the segments inside `[start, end)` SACKed; returns bytes newly SACKed.
+    pub fn sack(&mut self, start: u64, end: u64) -> u64 {
+        let mut newly = 0;
+        let mut i = self.index_of(start);
+        while i < self.segs.len() && self.segs[i].end <= end {
+            let s = self.segs[i];
+            if s.start >= start && !s.sacked {
+                self.unmark(i);
+                self.segs[i].sacked = true;
+                self.sacked_bytes += s.len();
+                newly += s.len();
+            }
+            i += 1;
+        }
+        newly
+    }
+
+    /// RFC 6675 IsLost, by segments: marks lost every unSACKed segment with
+    /// at least `dupthresh` SACKed segments above it. Returns true if the
+    /// first outstanding segment is (now) lost.
+    pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> bool {
+        let Some(threshold) = self.nth_sacked_from_top(dupthresh) else {
+            return self.segs.front().is_some_and(|s| s.lost && !s.sacked);
+        };
+        if threshold > self.lost_mark {
+            let mut i = self.index_of(self.lost_mark);
+            while i < self.segs.len() && self.segs[i].start < threshold {
+                self.mark_lost_at(i);
+                i += 1;
+            }
+            self.lost_mark = threshold;
+        }
+        self.segs.front().is_some_and(|s| s.lost && !s.sacked)
+    }
+
+    /// Start of the `n`-th highest SACKed segment, scanning down from the
+    /// highest SACKed one (the SACKed region is almost always contiguous).
+    fn nth_sacked_from_top(&self, n: usize) -> Option<u64> {
+        if self.sacked_bytes == 0 {
+            return None;
+        }
+        let mut count = 0;
+        for s in self.segs.iter().rev() {
+            if s.sacked {
+                count += 1;
+                if count >= n {
+                    return Some(s.start);
+                }
+            }
+        }
+        None
+    }
+
+    fn mark_lost_at(&mut self, i: usize) {
+        let s = &mut self.segs[i];
+        if s.sacked || s.lost || s.rtx_in_flight {
+            return;
+        }
+        s.lost = true;
+        self.lost_bytes += s.len();
+        self.rtx_hint = self.rtx_hint.min(s.start);
+    }
+
+    /// Marks the first outstanding segment lost (3 dupACKs, partial ACK).
+    pub fn mark_head_lost(&mut self) {
+        if let Some(s) = self.segs.front_mut() {
+            if s.rtx_in_flight && !s.sacked {
+                // Its retransmission is deemed lost too: send it again.
+                s.rtx_in_flight = false;
+                self.rtx_bytes -= s.len();
+            }
+        }
+        if !self.segs.is_empty() {
+            self.mark_lost_at(0);
+        }
+    }
+
+    /// RTO: every unSACKed segment is lost and no retransmission is in flight.
+    pub fn mark_all_lost(&mut self) {
+        for i in 0..self.segs.len() {
+            let s = &mut self.segs[i];
+            if s.sacked {
+                continue;
+            }
+            if s.rtx_in_flight {
+                s.rtx_in_flight = false;
+                self.rtx_bytes -= s.len();
+            }
+            if !s.lost {
+                s.lost = true;
+                self.lost_bytes += s.len();
+            }
+        }
+        self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end);
+        self.rtx_hint = self.segs.front().map_or(self.rtx_hint, |s| s.start);
+    }
+
+    /// First segment marked lost whose retransmission is not in flight.
+    pub fn next_lost(&mut self) -> Option<Seg> {
+        let mut i = self.index_of(self.rtx_hint);
+        while i < self.segs.len() {
+            let s = self.segs[i];
+            if s.start >= self.lost_mark && !s.lost {
+                break;
+            }
+            if s.lost && !s.sacked && !s.rtx_in_flight {
+                self.rtx_hint = s.start;
+                return Some(s);
+            }
+            i += 1;
+        }
+        self.rtx_hint = self.segs.get(i).map_or(self.lost_mark, |s| s.start);
+        None
+    }
+
+    /// Records the retransmission of the segment starting at `start`.
+    pub fn on_retransmit(&mut self, start: u64, now: SimTime) {
+        let i = self.index_of(start);
+        if let Some(s) = self.segs.get_mut(i) {
+            if s.start == start && !s.rtx_in_flight && !s.sacked {
+                s.rtx_in_flight = true;
+                s.retransmitted = true;
+                s.sent_at = now;
+                self.rtx_bytes += s.len();
+            }
+        }
+    }
+
+    /// Highest unSACKed segment (RFC 6675 rescue retransmission candidate).
+    pub fn last_unsacked(&self) -> Option<Seg> {
+        self.segs.iter().rev().find(|s| !s.sacked).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn board(n: u64) -> Scoreboard {
+        let mut b = Scoreboard::default();
+        for i in 0..n {
+            b.push(Seg { start: i * 100, end: (i + 1) * 100, sent_at: SimTime(i), fin: false, retransmitted: false, rtx_in_flight: false, sacked: false, lost: false });
+        }
+        b
+    }
+
+    #[test]
+    fn pipe_follows_rfc6675_counting() {
+        let mut b = board(10);
+        assert_eq!(b.pipe_bytes(), 1000);
+        b.sack(100, 400);
+        assert_eq!(b.pipe_bytes(), 700);
+        assert!(b.mark_lost_by_sack(3));
+        assert_eq!(b.pipe_bytes(), 600);
+        let s = b.next_lost().unwrap();
+        assert_eq!(s.start, 0);
+        b.on_retransmit(0, SimTime(50));
+        assert_eq!(b.pipe_bytes(), 700);
+        assert!(b.next_lost().is_none());
+    }
+
+    #[test]
+    fn fewer_than_dupthresh_sacked_segments_mark_nothing() {
+        let mut b = board(10);
+        b.sack(100, 300);
+        assert!(!b.mark_lost_by_sack(3));
+        assert_eq!(b.pipe_bytes(), 800);
+    }
+
+    #[test]
+    fn cumulative_ack_clears_marks_and_gives_karn_safe_rtt() {
+        let mut b = board(5);
+        b.mark_all_lost();
+        b.on_retransmit(0, SimTime(99));
+        let info = b.cum_ack(200);
+        assert_eq!(info.bytes, 200);
+        assert_eq!(info.rtt_from, Some(SimTime(1)));
+        assert_eq!(b.outstanding_bytes(), 300);
+        assert_eq!(b.pipe_bytes(), 0);
+        assert_eq!(b.next_lost().unwrap().start, 200);
+    }
+
+    #[test]
+    fn partial_ack_trims_the_head() {
+        let mut b = board(2);
+        let info = b.cum_ack(150);
+        assert_eq!(info.bytes, 150);
+        assert_eq!(b.first().unwrap().start, 150);
+        assert_eq!(b.pipe_bytes(), 50);
+    }
+
+    #[test]
+    fn holes_above_sacks_are_found_in_order() {
+        let mut b = board(10);
+        b.sack(100, 200);
+        b.sack(300, 400);
+        b.sack(500, 700);
+        b.mark_lost_by_sack(3);
+        let lost: Vec<u64> = std::iter::from_fn(|| {
+            let s = b.next_lost()?;
+            b.on_retransmit(s.start, SimTime(0));
+            Some(s.start)
+        })
+        .collect();
+        // Segment 4 has only two SACKed segments above it: not yet lost.
+        assert_eq!(lost, vec![0, 200]);
+    }
+}

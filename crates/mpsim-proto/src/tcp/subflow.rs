@@ -1,0 +1,717 @@
+//! One TCP path: handshake, sender (RFC 5681/6582/6675, RFC 6298 with
+//! Karn's rule and backoff), receiver (delayed ACK, SACK, finite buffer) and
+//! FIN teardown. The congestion window and the controller live with the
+//! connection (`CcCtx`), so coupled controllers can see every subflow.
+
+use super::recv::Receiver;
+use super::rtt::RttEstimator;
+use super::scoreboard::{Scoreboard, Seg};
+use super::{AppEvent, TcpConfig, TcpState, SYN_OPTION_BYTES};
+use mpsim_cc::{AckSample, CaState, CongestionController, Controller, SubflowCc};
+use mpsim_core::{Addr, Packet, Proto, SimTime, TcpFlags};
+use std::collections::VecDeque;
+
+/// The connection-owned congestion state a subflow works with.
+pub struct CcCtx<'a> {
+    pub subs: &'a mut [SubflowCc],
+    pub r: usize,
+    pub ctrl: &'a mut Controller,
+}
+
+impl CcCtx<'_> {
+    fn me(&mut self) -> &mut SubflowCc {
+        &mut self.subs[self.r]
+    }
+    fn set_state(&mut self, new: CaState) {
+        if self.subs[self.r].ca_state != new {
+            self.subs[self.r].ca_state = new;
+            self.ctrl.on_state_change(self.subs, self.r, new);
+        }
+    }
+}
+
+/// Counters of one subflow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SubflowStats {
+    /// Payload bytes sent, retransmissions included.
+    pub bytes_sent: u64,
+    pub retransmitted_bytes: u64,
+    pub retransmitted_segs: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    /// Payload bytes cumulatively acknowledged by the peer.
+    pub bytes_acked: u64,
+}
+
+pub struct Subflow {
+    pub cfg: TcpConfig,
+    pub local: Addr,
+    pub local_port: u16,
+    pub remote: Addr,
+    pub remote_port: u16,
+    pub state: TcpState,
+    is_client: bool,
+    // Sender.
+    pub snd_una: u64,
+    pub snd_nxt: u64,
+    /// End of the data the application has written.
+    snd_limit: u64,
+    close_requested: bool,
+    fin_sent: bool,
+    fin_acked: bool,
+    peer_wnd_right: u64,
+    sb: Scoreboard,
+    pub rtt: RttEstimator,
+    backoff: u32,
+    rto_at: Option<SimTime>,
+    recovery_point: u64,
+    dupacks: u32,
+    force_rtx: bool,
+    rescue_done: bool,
+    syn_pending: bool,
+    probe_pending: bool,
+    last_send: SimTime,
+    is_cwnd_limited: bool,
+    max_pkts_out: u64,
+    cwnd_usage_seq: u64,
+    // Receiver.
+    pub rcv: Receiver,
+    ack_pending: bool,
+    delack_at: Option<SimTime>,
+    unacked_segs: u32,
+    peer_fin_seq: Option<u64>,
+    peer_fin_received: bool,
+    send_complete_reported: bool,
+    events: VecDeque<AppEvent>,
+    pub stats: SubflowStats,
+}
+
+/// Sequence values beyond any real transfer ("unlimited" application data).
+const UNLIMITED: u64 = u64::MAX / 4;
+
+impl Subflow {
+    fn new(cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16), state: TcpState, is_client: bool) -> Self {
+        Subflow {
+            cfg,
+            local: local.0,
+            local_port: local.1,
+            remote: remote.0,
+            remote_port: remote.1,
+            state,
+            is_client,
+            snd_una: 0,
+            snd_nxt: 1,
+            snd_limit: 1,
+            close_requested: false,
+            fin_sent: false,
+            fin_acked: false,
+            peer_wnd_right: 1 + cfg.mss_bytes as u64,
+            sb: Scoreboard::default(),
+            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            backoff: 0,
+            rto_at: None,
+            recovery_point: 0,
+            dupacks: 0,
+            force_rtx: false,
+            rescue_done: false,
+            syn_pending: true,
+            probe_pending: false,
+            last_send: SimTime::ZERO,
+            is_cwnd_limited: false,
+            max_pkts_out: 0,
+            cwnd_usage_seq: 0,
+            rcv: Receiver::new(1, cfg.rcvbuf_bytes),
+            ack_pending: false,
+            delack_at: None,
+            unacked_segs: 0,
+            peer_fin_seq: None,
+            peer_fin_received: false,
+            send_complete_reported: false,
+            events: VecDeque::new(),
+            stats: SubflowStats::default(),
+        }
+    }
+
+    /// An active open: the first `poll_transmit` sends the SYN.
+    pub fn connect(cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16)) -> Self {
+        Self::new(cfg, local, remote, TcpState::SynSent, true)
+    }
+
+    /// A passive open from a received SYN: the first `poll_transmit` sends the SYN/ACK.
+    pub fn accept(cfg: TcpConfig, syn: &Packet) -> Self {
+        let mut s = Self::new(cfg, (syn.dst, syn.dport), (syn.src, syn.sport), TcpState::SynReceived, false);
+        s.rcv = Receiver::new(syn.seq + 1, cfg.rcvbuf_bytes);
+        s.peer_wnd_right = syn.wnd_bytes.max(1);
+        s
+    }
+
+    // ----- application side -----
+
+    /// The application writes `bytes` more.
+    pub fn send(&mut self, bytes: u64) {
+        self.snd_limit = (self.snd_limit + bytes).min(UNLIMITED);
+        self.send_complete_reported = false;
+    }
+
+    /// The application writes without end.
+    pub fn send_unlimited(&mut self) {
+        self.snd_limit = UNLIMITED;
+    }
+
+    /// No more data: send FIN after what was written.
+    pub fn close(&mut self) {
+        self.close_requested = true;
+    }
+
+    /// Application bytes written and not yet sent or not yet acknowledged.
+    pub fn unacked_app_bytes(&self) -> u64 {
+        self.snd_limit.saturating_sub(self.snd_una.max(1))
+    }
+
+    pub fn poll_event(&mut self) -> Option<AppEvent> {
+        self.events.pop_front()
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.state == TcpState::Closed
+    }
+
+    pub fn bytes_in_flight(&self) -> u64 {
+        self.sb.pipe_bytes()
+    }
+
+    pub fn is_client(&self) -> bool {
+        self.is_client
+    }
+
+    // ----- timers -----
+
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        match (self.rto_at, self.delack_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn handle_timeout(&mut self, now: SimTime, cc: &mut CcCtx) {
+        if self.delack_at.is_some_and(|t| t <= now) {
+            self.delack_at = None;
+            self.ack_pending = true;
+        }
+        if self.rto_at.is_some_and(|t| t <= now) {
+            self.rto_at = None;
+            self.on_rto(now, cc);
+        }
+    }
+
+    fn arm_rto(&mut self, now: SimTime) {
+        self.rto_at = Some(now + self.rtt.backed_off_rto(self.backoff));
+    }
+
+    fn on_rto(&mut self, now: SimTime, cc: &mut CcCtx) {
+        if !self.state.is_synchronised() {
+            self.on_syn_timeout(now);
+            return;
+        }
+        if self.sb.is_empty() {
+            // Persist timer: the peer's window is closed; probe it.
+            if self.has_unsent_data() {
+                self.probe_pending = true;
+                self.backoff = (self.backoff + 1).min(16);
+                self.arm_rto(now);
+            }
+            return;
+        }
+        self.stats.timeouts += 1;
+        self.sync_cc(cc);
+        let already_lost = cc.me().ca_state == CaState::Loss && self.backoff > 0;
+        if !already_lost {
+            let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+            cc.me().ssthresh_pkts = ss;
+        }
+        cc.me().cwnd_pkts = 1.0;
+        cc.me().cwnd_cnt = 0;
+        self.sb.mark_all_lost();
+        self.recovery_point = self.snd_nxt;
+        self.dupacks = 0;
+        self.backoff = (self.backoff + 1).min(16);
+        cc.set_state(CaState::Loss);
+        cc.ctrl.on_rto(cc.subs, cc.r);
+        self.sync_cc(cc);
+        self.arm_rto(now);
+    }
+
+    fn on_syn_timeout(&mut self, now: SimTime) {
+        if self.backoff >= self.cfg.syn_retries {
+            self.state = TcpState::Closed;
+            self.events.push_back(AppEvent::Failed);
+            return;
+        }
+        self.backoff += 1;
+        self.syn_pending = true;
+        self.arm_rto(now);
+    }
+
+    // ----- incoming segments -----
+
+    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cc: &mut CcCtx) {
+        if pkt.flags.has(TcpFlags::RST) {
+            if self.state != TcpState::Closed {
+                self.state = TcpState::Closed;
+                self.events.push_back(AppEvent::Failed);
+            }
+            return;
+        }
+        match self.state {
+            TcpState::Closed => return,
+            TcpState::SynSent => {
+                self.on_syn_ack(now, pkt, cc);
+                return;
+            }
+            TcpState::SynReceived => {
+                if pkt.flags.has(TcpFlags::SYN) {
+                    self.syn_pending = true;
+                    return;
+                }
+                if !pkt.flags.has(TcpFlags::ACK) || pkt.ack < 1 {
+                    return;
+                }
+                self.established(now, cc);
+            }
+            _ => {
+                if pkt.flags.has(TcpFlags::SYN) {
+                    // Our ACK of its SYN/ACK was lost: acknowledge again.
+                    self.ack_pending = true;
+                    return;
+                }
+            }
+        }
+        if pkt.flags.has(TcpFlags::ACK) {
+            self.on_ack(now, pkt, cc);
+        }
+        self.on_data(now, pkt);
+    }
+
+    fn on_syn_ack(&mut self, now: SimTime, pkt: &Packet, cc: &mut CcCtx) {
+        let f = pkt.flags;
+        if !(f.has(TcpFlags::SYN) && f.has(TcpFlags::ACK)) || pkt.ack != 1 {
+            return;
+        }
+        self.rcv = Receiver::new(pkt.seq + 1, self.cfg.rcvbuf_bytes);
+        self.peer_wnd_right = 1 + pkt.wnd_bytes;
+        self.established(now, cc);
+        self.ack_pending = true;
+    }
+
+    fn established(&mut self, now: SimTime, cc: &mut CcCtx) {
+        if self.backoff == 0 {
+            // Karn: only an unretransmitted SYN gives a sample.
+            let sample = now - self.last_send;
+            self.rtt.on_sample(sample);
+            cc.ctrl.on_rtt_sample(cc.subs, cc.r, sample, now);
+        }
+        self.snd_una = 1;
+        self.backoff = 0;
+        self.rto_at = None;
+        self.syn_pending = false;
+        self.state = TcpState::Established;
+        self.last_send = now;
+        let s = cc.me();
+        s.established = true;
+        s.can_send = true;
+        s.cwnd_pkts = self.cfg.initial_cwnd_pkts as f64;
+        self.sync_cc(cc);
+        self.events.push_back(AppEvent::Connected);
+    }
+
+    fn on_ack(&mut self, now: SimTime, pkt: &Packet, cc: &mut CcCtx) {
+        let ack = pkt.ack;
+        if ack > self.snd_nxt + self.fin_sent as u64 || ack < self.snd_una {
+            return;
+        }
+        self.peer_wnd_right = self.peer_wnd_right.max(ack + pkt.wnd_bytes);
+        if self.cfg.sack {
+            for &(s, e) in pkt.sack.as_slice() {
+                if e > self.snd_una {
+                    self.sb.sack(s.max(self.snd_una), e);
+                }
+            }
+        }
+        if ack > self.snd_una {
+            self.on_new_ack(now, ack, cc);
+        } else if pkt.payload_bytes == 0 && !self.sb.is_empty() && !pkt.flags.has(TcpFlags::FIN) {
+            self.on_dupack(cc);
+        }
+        if self.cfg.sack {
+            self.detect_sack_loss(cc);
+        }
+        self.sync_cc(cc);
+        self.check_send_complete();
+    }
+
+    fn on_new_ack(&mut self, now: SimTime, ack: u64, cc: &mut CcCtx) {
+        let info = self.sb.cum_ack(ack);
+        let acked_bytes = ack - self.snd_una;
+        self.snd_una = ack;
+        self.stats.bytes_acked += acked_bytes - info.fin_acked as u64;
+        self.backoff = 0;
+        self.dupacks = 0;
+        self.probe_pending = false;
+        if info.fin_acked {
+            self.on_fin_acked();
+        }
+        let rtt = info.rtt_from.map(|t| now - t);
+        if let Some(r) = rtt {
+            self.rtt.on_sample(r);
+            self.sync_cc(cc);
+            cc.ctrl.on_rtt_sample(cc.subs, cc.r, r, now);
+        }
+        self.sync_cc(cc);
+        let state = cc.me().ca_state;
+        let mut grow = matches!(state, CaState::Open | CaState::Disorder | CaState::Loss);
+        if matches!(state, CaState::Recovery | CaState::Loss) {
+            if ack >= self.recovery_point {
+                if state == CaState::Recovery {
+                    let ss = cc.me().ssthresh_pkts;
+                    cc.me().cwnd_pkts = ss;
+                    grow = false;
+                }
+                cc.set_state(CaState::Open);
+            } else if state == CaState::Recovery && !self.cfg.sack {
+                self.newreno_partial_ack(now, acked_bytes, cc);
+            }
+        }
+        if grow && self.cwnd_limited(cc.me()) {
+            let mss = self.cfg.mss_bytes as f64;
+            let sample = AckSample { now, acked_pkts: acked_bytes as f64 / mss, acked_bytes, rtt };
+            cc.ctrl.on_ack(cc.subs, cc.r, &sample);
+        }
+        if self.sb.is_empty() {
+            self.rto_at = None;
+        } else if !(state == CaState::Recovery && !self.cfg.sack) {
+            self.arm_rto(now);
+        }
+    }
+
+    /// RFC 6582: retransmit the next hole, deflate by what was acknowledged.
+    fn newreno_partial_ack(&mut self, now: SimTime, acked_bytes: u64, cc: &mut CcCtx) {
+        self.sb.mark_head_lost();
+        self.force_rtx = true;
+        let mss = self.cfg.mss_bytes as f64;
+        let acked_pkts = acked_bytes as f64 / mss;
+        let s = cc.me();
+        s.cwnd_pkts = (s.cwnd_pkts - acked_pkts + if acked_pkts >= 1.0 { 1.0 } else { 0.0 }).max(1.0);
+        if self.rto_at.is_none() || self.stats.fast_recoveries > 0 {
+            self.arm_rto(now);
+        }
+    }
+
+    fn on_dupack(&mut self, cc: &mut CcCtx) {
+        self.dupacks += 1;
+        if self.cfg.sack {
+            return;
+        }
+        let state = cc.me().ca_state;
+        if state == CaState::Recovery {
+            cc.me().cwnd_pkts += 1.0; // RFC 5681 inflation
+        } else if self.dupacks == self.cfg.dupthresh && state != CaState::Loss && self.snd_una >= self.recovery_point {
+            self.sb.mark_head_lost();
+            self.enter_recovery(cc);
+            let s = cc.me();
+            s.cwnd_pkts = s.ssthresh_pkts + self.cfg.dupthresh as f64;
+        }
+    }
+
+    /// RFC 6675 loss detection and entry into recovery.
+    fn detect_sack_loss(&mut self, cc: &mut CcCtx) {
+        let mut head_lost = self.sb.mark_lost_by_sack(self.cfg.dupthresh as usize);
+        let state = cc.me().ca_state;
+        if matches!(state, CaState::Recovery | CaState::Loss) {
+            return;
+        }
+        if self.dupacks >= self.cfg.dupthresh && !self.sb.is_empty() {
+            self.sb.mark_head_lost();
+            head_lost = true;
+        }
+        if head_lost {
+            self.enter_recovery(cc);
+            let ss = cc.me().ssthresh_pkts;
+            cc.me().cwnd_pkts = ss;
+        } else if self.sb.sacked_bytes() > 0 {
+            cc.set_state(CaState::Disorder);
+        } else if state == CaState::Disorder {
+            cc.set_state(CaState::Open);
+        }
+    }
+
+    fn enter_recovery(&mut self, cc: &mut CcCtx) {
+        self.sync_cc(cc);
+        // RFC 5681 FlightSize: data sent and not cumulatively acknowledged.
+        cc.me().flight_pkts = self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64;
+        let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+        cc.me().ssthresh_pkts = ss;
+        cc.me().cwnd_cnt = 0;
+        self.recovery_point = self.snd_nxt;
+        self.force_rtx = true;
+        self.rescue_done = false;
+        self.stats.fast_recoveries += 1;
+        cc.set_state(CaState::Recovery);
+    }
+
+    fn on_fin_acked(&mut self) {
+        self.fin_acked = true;
+        self.state = match self.state {
+            TcpState::FinWait1 => TcpState::FinWait2,
+            TcpState::Closing => TcpState::Closed,
+            TcpState::LastAck => TcpState::Closed,
+            s => s,
+        };
+    }
+
+    fn check_send_complete(&mut self) {
+        if self.close_requested && self.fin_acked && !self.send_complete_reported {
+            self.send_complete_reported = true;
+            self.events.push_back(AppEvent::SendComplete);
+        }
+    }
+
+    // ----- receiver -----
+
+    fn on_data(&mut self, now: SimTime, pkt: &Packet) {
+        if pkt.payload_bytes > 0 {
+            let start = pkt.seq;
+            let out = self.rcv.on_data(start, start + pkt.payload_bytes as u64);
+            if out.delivered > 0 {
+                self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
+            }
+            self.schedule_ack(now, out.ack_now);
+        }
+        if pkt.flags.has(TcpFlags::FIN) {
+            self.peer_fin_seq = Some(pkt.seq + pkt.payload_bytes as u64);
+            self.ack_pending = true;
+        }
+        if !self.peer_fin_received && self.peer_fin_seq == Some(self.rcv.rcv_nxt) {
+            self.rcv.rcv_nxt += 1;
+            self.peer_fin_received = true;
+            self.ack_pending = true;
+            self.events.push_back(AppEvent::PeerClosed);
+            self.state = match self.state {
+                TcpState::Established => TcpState::CloseWait,
+                TcpState::FinWait1 => TcpState::Closing,
+                TcpState::FinWait2 => TcpState::Closed,
+                s => s,
+            };
+        }
+    }
+
+    fn schedule_ack(&mut self, now: SimTime, immediate: bool) {
+        self.unacked_segs += 1;
+        if immediate || !self.cfg.delayed_ack || self.unacked_segs >= 2 {
+            self.ack_pending = true;
+        } else if self.delack_at.is_none() {
+            self.delack_at = Some(now + self.cfg.delayed_ack_timeout);
+        }
+    }
+
+    // ----- outgoing segments -----
+
+    fn has_unsent_data(&self) -> bool {
+        self.snd_nxt < self.snd_limit
+    }
+
+    /// Copies what controllers read into the connection's `SubflowCc`.
+    pub fn sync_cc(&self, cc: &mut CcCtx) {
+        let mss = self.cfg.mss_bytes;
+        let s = &mut cc.subs[cc.r];
+        s.srtt = self.rtt.srtt;
+        s.min_rtt = self.rtt.min_rtt;
+        s.mss_bytes = mss;
+        s.snd_una = self.snd_una;
+        s.snd_nxt = self.snd_nxt;
+        s.flight_pkts = self.sb.pipe_bytes() as f64 / mss as f64;
+        s.can_send = self.state.can_send() || matches!(self.state, TcpState::FinWait1 | TcpState::LastAck | TcpState::Closing);
+    }
+
+    /// Linux `tcp_is_cwnd_limited` (spec 1.5).
+    fn cwnd_limited(&self, s: &SubflowCc) -> bool {
+        if s.in_slow_start() {
+            s.cwnd_pkts < 2.0 * self.max_pkts_out as f64
+        } else {
+            self.is_cwnd_limited
+        }
+    }
+
+    /// Linux `tcp_cwnd_validate`, after a round of sending.
+    fn cwnd_validate(&mut self, blocked_by_cwnd: bool, cwnd_bytes: u64) {
+        let pipe = self.sb.pipe_bytes();
+        let limited = blocked_by_cwnd || pipe + self.cfg.mss_bytes as u64 > cwnd_bytes;
+        let pkts_out = pipe.div_ceil(self.cfg.mss_bytes as u64);
+        if self.snd_una >= self.cwnd_usage_seq || limited || (!self.is_cwnd_limited && pkts_out > self.max_pkts_out) {
+            self.is_cwnd_limited = limited;
+            self.max_pkts_out = pkts_out;
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    pub fn poll_transmit(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
+        if self.state == TcpState::Closed {
+            return None;
+        }
+        if self.syn_pending {
+            return Some(self.syn_packet(now));
+        }
+        if !self.state.is_synchronised() {
+            return None;
+        }
+        if let Some(p) = self.next_data_segment(now, cc) {
+            return Some(p);
+        }
+        if self.ack_pending {
+            let p = self.segment(0, 0, TcpFlags::ACK, now);
+            return Some(p);
+        }
+        None
+    }
+
+    fn syn_packet(&mut self, now: SimTime) -> Packet {
+        self.syn_pending = false;
+        let flags = if self.is_client { TcpFlags::SYN } else { TcpFlags::SYN | TcpFlags::ACK };
+        let mut p = self.segment(0, 0, flags, now);
+        p.wire_bytes += SYN_OPTION_BYTES;
+        if self.rto_at.is_none() {
+            self.arm_rto(now);
+        }
+        p
+    }
+
+    fn next_data_segment(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
+        let mss = self.cfg.mss_bytes as u64;
+        let cwnd_bytes = (cc.me().cwnd_pkts * mss as f64) as u64;
+        let pipe = self.sb.pipe_bytes();
+        let room = |len: u64| pipe + len <= cwnd_bytes.max(mss);
+        if let Some(seg) = self.sb.next_lost() {
+            let forced = std::mem::take(&mut self.force_rtx);
+            if forced || (self.cfg.sack || cc.me().ca_state == CaState::Loss) && room(seg.len()) {
+                return Some(self.retransmit(seg, now));
+            }
+            if !self.cfg.sack && cc.me().ca_state == CaState::Recovery {
+                // NewReno retransmits only on dupACK and partial-ACK triggers.
+            } else {
+                self.cwnd_validate(true, cwnd_bytes);
+                return None;
+            }
+        }
+        if self.has_unsent_data() && self.state.can_send() {
+            let len = mss.min(self.snd_limit - self.snd_nxt);
+            let in_window = self.snd_nxt + len <= self.peer_wnd_right || std::mem::take(&mut self.probe_pending);
+            if !in_window {
+                if self.sb.is_empty() && self.rto_at.is_none() {
+                    self.arm_rto(now); // persist timer
+                }
+                self.cwnd_validate(false, cwnd_bytes);
+                return None;
+            }
+            if !room(len) {
+                self.cwnd_validate(true, cwnd_bytes);
+                return None;
+            }
+            self.maybe_idle_restart(now, cc);
+            return Some(self.new_segment(len, now));
+        }
+        if self.close_requested && !self.fin_sent && self.snd_nxt == self.snd_limit && self.state.can_send() {
+            return Some(self.fin_segment(now));
+        }
+        if self.cfg.sack && cc.me().ca_state == CaState::Recovery && !self.rescue_done {
+            if let Some(seg) = self.sb.last_unsacked().filter(|s| !s.rtx_in_flight && room(s.len())) {
+                // RFC 6675 NextSeg rule 4: one rescue retransmission per episode.
+                self.rescue_done = true;
+                return Some(self.retransmit(seg, now));
+            }
+        }
+        self.cwnd_validate(false, cwnd_bytes);
+        None
+    }
+
+    /// RFC 5681 restart window after an idle period longer than the RTO.
+    fn maybe_idle_restart(&mut self, now: SimTime, cc: &mut CcCtx) {
+        if self.sb.is_empty() && self.snd_nxt > 1 && now - self.last_send > self.rtt.rto() {
+            let iw = self.cfg.initial_cwnd_pkts as f64;
+            let s = cc.me();
+            s.cwnd_pkts = s.cwnd_pkts.min(iw);
+            cc.ctrl.on_idle_restart(cc.subs, cc.r, now);
+        }
+    }
+
+    fn new_segment(&mut self, len: u64, now: SimTime) -> Packet {
+        let seq = self.snd_nxt;
+        self.snd_nxt += len;
+        self.sb.push(Seg { start: seq, end: seq + len, sent_at: now, fin: false, retransmitted: false, rtx_in_flight: false, sacked: false, lost: false });
+        self.stats.bytes_sent += len;
+        self.after_send(now);
+        self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now)
+    }
+
+    fn fin_segment(&mut self, now: SimTime) -> Packet {
+        let seq = self.snd_nxt;
+        self.fin_sent = true;
+        self.sb.push(Seg { start: seq, end: seq + 1, sent_at: now, fin: true, retransmitted: false, rtx_in_flight: false, sacked: false, lost: false });
+        self.state = match self.state {
+            TcpState::Established => TcpState::FinWait1,
+            TcpState::CloseWait => TcpState::LastAck,
+            s => s,
+        };
+        self.after_send(now);
+        self.segment(seq, 0, TcpFlags::ACK | TcpFlags::FIN, now)
+    }
+
+    fn retransmit(&mut self, seg: Seg, now: SimTime) -> Packet {
+        self.sb.on_retransmit(seg.start, now);
+        let len = if seg.fin { 0 } else { seg.len() };
+        self.stats.bytes_sent += len;
+        self.stats.retransmitted_bytes += len;
+        self.stats.retransmitted_segs += 1;
+        self.after_send(now);
+        let flags = if seg.fin { TcpFlags::ACK | TcpFlags::FIN } else { TcpFlags::ACK | TcpFlags::PSH };
+        self.segment(seg.start, len as u32, flags, now)
+    }
+
+    fn after_send(&mut self, now: SimTime) {
+        self.last_send = now;
+        if self.rto_at.is_none() {
+            self.arm_rto(now);
+        }
+    }
+
+    /// Builds a segment carrying the current ACK, window and SACK blocks.
+    fn segment(&mut self, seq: u64, payload: u32, flags: u8, now: SimTime) -> Packet {
+        let mut f = flags;
+        let synced_rcv = self.state.is_synchronised() || !self.is_client;
+        if synced_rcv {
+            f |= TcpFlags::ACK;
+        }
+        let sack = if self.cfg.sack { self.rcv.sack_blocks() } else { Default::default() };
+        self.ack_pending = false;
+        self.delack_at = None;
+        self.unacked_segs = 0;
+        if payload == 0 && flags & (TcpFlags::SYN | TcpFlags::FIN) == 0 {
+            // A pure ACK.
+        } else {
+            self.last_send = now;
+        }
+        Packet {
+            src: self.local,
+            dst: self.remote,
+            sport: self.local_port,
+            dport: self.remote_port,
+            proto: Proto::Tcp,
+            flags: TcpFlags(f),
+            seq,
+            ack: if f & TcpFlags::ACK != 0 { self.rcv.rcv_nxt } else { 0 },
+            wnd_bytes: self.rcv.window_bytes(),
+            sack,
+            payload_bytes: payload,
+            wire_bytes: payload + self.cfg.header_bytes + sack.option_bytes(),
+            ext: Default::default(),
+        }
+    }
+}

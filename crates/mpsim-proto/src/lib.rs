@@ -3,6 +3,7 @@
 //! and application events out (`poll_transmit`, `poll_timeout`,
 //! `poll_event`). They know nothing of links, queues or the event loop.
 
+pub mod apps;
 pub mod tcp;
 
 pub use tcp::{AppEvent, TcpConfig, TcpConnection, TcpState};

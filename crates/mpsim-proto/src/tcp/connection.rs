@@ -65,6 +65,10 @@ impl TcpConnection {
         self.sf.send_unlimited();
     }
 
+    pub fn pause(&mut self) {
+        self.sf.pause();
+    }
+
     pub fn close(&mut self) {
         self.sf.close();
     }

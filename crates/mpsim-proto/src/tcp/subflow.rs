@@ -158,6 +158,11 @@ impl Subflow {
         self.snd_limit = UNLIMITED;
     }
 
+    /// Stops writing: nothing beyond what was already sent goes out.
+    pub fn pause(&mut self) {
+        self.snd_limit = self.snd_nxt;
+    }
+
     /// No more data: send FIN after what was written.
     pub fn close(&mut self) {
         self.close_requested = true;

@@ -1,0 +1,296 @@
+"""Semantic checks of a scenario: what field types alone cannot say.
+
+Names unique, references resolved (nodes, links, interfaces), keys that fit
+the flow's app and transport, congestion controllers that exist for the
+transport, and bandwidth trace files that exist and parse. Each problem is a
+(key path, message) pair; scenario.py turns the first into a ScenarioError.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+from . import units
+from .locate import Loc
+from .scenario import CC_BY_TRANSPORT, CONTROLLER_APPS, Flow, Link, Scenario
+
+Problem = tuple[Loc, str]
+Trace = list[list[int]]
+
+APP_KEYS: dict[str, set[str]] = {
+    "download": {"size"},
+    "upload": {"size"},
+    "http": {"sizes", "repeat", "gap", "new_connection", "request_size"},
+    "cbr": {"rate", "packet"},
+    "onoff": {"on", "off", "on_app"},
+    "video": {"bitrate", "chunk"},
+}
+ALL_APP_KEYS = set().union(*APP_KEYS.values())
+TRANSPORT_KEYS = {
+    "scheduler": ("mptcp",),
+    "path_manager": ("mptcp",),
+    "subflows": ("mptcp",),
+    "variant": ("cmt",),
+    "rbuf": ("cmt",),
+    "handover": ("tcp",),
+}
+NOT_FOR_UDP = {
+    "cc", "cc_mode", "sack", "delayed_ack", "delayed_ack_timeout",
+    "min_rto", "initial_cwnd", "rcvbuf", "sndbuf",
+}  # fmt: skip
+
+
+class TraceError(ValueError):
+    """A bandwidth trace file that cannot be read."""
+
+
+def check_scenario(scenario: Scenario, base_dir: Path) -> tuple[list[Problem], dict[str, Trace]]:
+    """All problems found (in file order, roughly) and the loaded bandwidth traces."""
+    checker = _Checker(scenario, base_dir)
+    checker.run()
+    return checker.problems, checker.traces
+
+
+def load_bandwidth_trace(path: Path, shown: str) -> Trace:
+    """Read a two-column CSV (time, rate) into [[t_ps, bps], ...]; `shown` names it in errors."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceError(f"trace file '{shown}' not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(f"cannot read trace file '{shown}': {exc}") from None
+    rows: Trace = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        fields = _trace_fields(line)
+        if fields is None:
+            continue
+        try:
+            if len(fields) != 2:
+                raise units.UnitError(f"expected two columns (time, rate), got {len(fields)}")
+            row = [units.parse_time(fields[0]), units.parse_rate(fields[1])]
+        except units.UnitError as exc:
+            if not rows and _looks_like_header(fields):
+                continue
+            raise TraceError(f"{shown}:{lineno}: {exc}") from None
+        if rows and row[0] < rows[-1][0]:
+            raise TraceError(f"{shown}:{lineno}: times must not decrease")
+        rows.append(row)
+    if not rows:
+        raise TraceError(f"trace file '{shown}' has no rows")
+    return rows
+
+
+def _trace_fields(line: str) -> list[str] | None:
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        return None
+    sep = "," if "," in line else None
+    return [f.strip() for f in line.split(sep)]
+
+
+def _looks_like_header(fields: list[str]) -> bool:
+    """A first row such as `time,rate`: no field starts like a number."""
+    return all(not f[:1].isdigit() and not f.startswith((".", "-", "+")) for f in fields)
+
+
+class _Checker:
+    def __init__(self, scenario: Scenario, base_dir: Path) -> None:
+        self.sc = scenario
+        self.base_dir = base_dir
+        self.problems: list[Problem] = []
+        self.traces: dict[str, Trace] = {}
+        self.nodes = {node.name: node for node in scenario.nodes}
+        self.links = {link.name: link for link in scenario.links}
+        self.links_of: dict[str, list[str]] = defaultdict(list)
+        for link in scenario.links:
+            for end in set(link.between):
+                self.links_of[end].append(link.name or "")
+
+    def add(self, loc: Loc, message: str) -> None:
+        self.problems.append((loc, message))
+
+    def run(self) -> None:
+        self._check_nodes()
+        for i, link in enumerate(self.sc.links):
+            self._check_link(i, link)
+        self._unique("flow", [f.name for f in self.sc.flows])
+        for i, flow in enumerate(self.sc.flows):
+            self._check_flow(i, flow)
+        self._check_record()
+        self._check_controller()
+
+    def _unique(self, table: str, names: list[str | None]) -> None:
+        first: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name is None:
+                continue
+            if name in first:
+                self.add((table, i, "name"), f"{table} name '{name}' is already used by {table}[{first[name]}]")
+            else:
+                first[name] = i
+
+    def _check_nodes(self) -> None:
+        self._unique("node", [n.name for n in self.sc.nodes])
+
+    # ---------------------------------------------------------- links
+
+    def _check_link(self, i: int, link: Link) -> None:
+        if i == 0:
+            self._unique("link", [lk.name for lk in self.sc.links])
+        for j, end in enumerate(link.between):
+            if end not in self.nodes:
+                self.add(("link", i, "between", j), f"unknown node '{end}'")
+        if link.between[0] == link.between[1]:
+            self.add(("link", i, "between"), "a link needs two different nodes")
+        for which in ("a_to_b", "b_to_a"):
+            params = link.direction(which)
+            if params["bandwidth_bps"] is None and not params["bandwidth_trace"]:
+                self.add(("link", i, "bandwidth"), "missing required key 'bandwidth' (or 'bandwidth_trace')")
+                break
+        self._load_trace(("link", i, "bandwidth_trace"), link.bandwidth_trace)
+        for which in ("a_to_b", "b_to_a"):
+            over = getattr(link, which)
+            if over is not None:
+                self._load_trace(("link", i, which, "bandwidth_trace"), over.bandwidth_trace)
+                self._check_queue(("link", i, which, "queue"), over.queue)
+        self._check_queue(("link", i, "queue"), link.queue)
+        for j, event in enumerate(link.events):
+            self._check_queue(("link", i, "events", j, "queue"), event.queue)
+
+    def _load_trace(self, loc: Loc, shown: str | None) -> None:
+        if shown is None or shown in self.traces:
+            return
+        try:
+            self.traces[shown] = load_bandwidth_trace(self.base_dir / shown, shown)
+        except TraceError as exc:
+            self.add(loc, str(exc))
+
+    def _check_queue(self, loc: Loc, queue: dict[str, int] | None) -> None:
+        packet = self.sc.simulation.mss_bytes + self.sc.simulation.header_bytes
+        if queue is not None and "bytes" in queue and queue["bytes"] < packet:
+            self.add(loc, f"a queue of {queue['bytes']} bytes cannot hold one {packet}-byte packet")
+
+    # ---------------------------------------------------------- flows
+
+    def _check_flow(self, i: int, flow: Flow) -> None:
+        self._check_endpoints(i, flow)
+        self._check_flow_keys(i, flow)
+        self._check_app(i, flow)
+        self._check_cc(i, flow)
+        self._check_interfaces(i, flow)
+        if flow.stop_ps is not None and flow.stop_ps <= flow.start_ps:
+            self.add(("flow", i, "stop"), "stop must be after start")
+
+    def _check_endpoints(self, i: int, flow: Flow) -> None:
+        for role in ("client", "server"):
+            name = getattr(flow, role)
+            node = self.nodes.get(name)
+            if node is None:
+                self.add(("flow", i, role), f"unknown node '{name}'")
+            elif node.kind != "host":
+                self.add(("flow", i, role), f"node '{name}' is a {node.kind}: flows run between hosts")
+            elif not self.links_of.get(name):
+                self.add(("flow", i, role), f"host '{name}' has no links")
+        if flow.client == flow.server:
+            self.add(("flow", i, "server"), "client and server are the same node")
+
+    def _check_flow_keys(self, i: int, flow: Flow) -> None:
+        keys = flow.keys_set()
+        allowed = APP_KEYS[flow.app]
+        if flow.app == "onoff":
+            allowed = allowed | APP_KEYS[flow.effective_on_app]
+        for key in sorted(keys & (ALL_APP_KEYS - allowed)):
+            apps = " or ".join(f"'{a}'" for a, ks in APP_KEYS.items() if key in ks)
+            self.add(("flow", i, key), f"key '{key}' applies only to app = {apps}, not '{flow.app}'")
+        for key in sorted(keys & set(TRANSPORT_KEYS)):
+            if flow.transport not in TRANSPORT_KEYS[key]:
+                self.add(("flow", i, key), f"key '{key}' applies only to transport = '{TRANSPORT_KEYS[key][0]}'")
+        if flow.transport == "udp":
+            for key in sorted(keys & NOT_FOR_UDP):
+                self.add(("flow", i, key), f"key '{key}' does not apply to transport = 'udp'")
+        if "subflows" in keys and flow.path_manager != "ndiffports":
+            self.add(("flow", i, "subflows"), "key 'subflows' applies only to path_manager = 'ndiffports'")
+
+    def _check_app(self, i: int, flow: Flow) -> None:
+        cbr = flow.app == "cbr" or (flow.app == "onoff" and flow.effective_on_app == "cbr")
+        if cbr and flow.transport != "udp":
+            self.add(("flow", i, "transport"), f"app 'cbr' needs transport = 'udp', not '{flow.transport}'")
+        if flow.transport == "udp" and not cbr:
+            self.add(("flow", i, "app"), "transport 'udp' carries only app = 'cbr' (or 'onoff' with on_app = 'cbr')")
+        needs = {"http": ["sizes"], "cbr": ["rate"], "onoff": ["on", "off"], "video": ["bitrate"]}.get(flow.app, [])
+        if flow.app == "onoff" and cbr:
+            needs = needs + ["rate"]
+        keys = flow.keys_set()
+        for key in needs:
+            if key not in keys:
+                self.add(("flow", i, key), f"app '{flow.app}' needs key '{key}'")
+        if flow.sizes_bytes is not None:
+            if not flow.sizes_bytes:
+                self.add(("flow", i, "sizes"), "sizes must list at least one size")
+            for j, size in enumerate(flow.sizes_bytes):
+                if size <= 0:
+                    self.add(("flow", i, "sizes", j), "request size must be positive")
+        if flow.size_bytes == 0:
+            self.add(("flow", i, "size"), "size must be positive (omit it to run until the end)")
+
+    def _check_cc(self, i: int, flow: Flow) -> None:
+        if flow.transport == "udp":
+            return
+        cc = flow.effective_cc
+        choices = CC_BY_TRANSPORT[flow.transport]
+        if cc not in choices:
+            self.add(
+                ("flow", i, "cc"),
+                f"congestion control {cc!r} is not available for {flow.transport}: expected {', '.join(choices)}",
+            )
+
+    def _check_interfaces(self, i: int, flow: Flow) -> None:
+        if flow.client_interfaces is None:
+            return
+        if not flow.client_interfaces:
+            self.add(("flow", i, "client_interfaces"), "client_interfaces must name at least one link")
+        attached = self.links_of.get(flow.client, [])
+        seen: set[str] = set()
+        for j, name in enumerate(flow.client_interfaces):
+            loc = ("flow", i, "client_interfaces", j)
+            if name not in self.links:
+                self.add(loc, f"unknown link '{name}'")
+            elif name not in attached:
+                self.add(loc, f"link '{name}' is not attached to client '{flow.client}'")
+            elif name in seen:
+                self.add(loc, f"link '{name}' is listed twice")
+            seen.add(name)
+
+    # ---------------------------------------------------------- record, controller
+
+    def _check_record(self) -> None:
+        for j, iface in enumerate(self.sc.record.pcap):
+            node, sep, link = iface.partition(":")
+            loc = ("record", "pcap", j)
+            if not sep:
+                self.add(loc, f"expected NODE:LINK, got {iface!r}")
+            elif node not in self.nodes:
+                self.add(loc, f"unknown node '{node}'")
+            elif link not in self.links_of.get(node, []):
+                self.add(loc, f"node '{node}' has no link '{link}'")
+
+    def _check_controller(self) -> None:
+        ctl = self.sc.controller
+        if ctl is None:
+            return
+        python_app = ctl.app.startswith("python:") and len(ctl.app.split(":")) == 3
+        if ctl.app not in CONTROLLER_APPS and not python_app:
+            self.add(("controller", "app"), f"bad value {ctl.app!r}: expected {', '.join(CONTROLLER_APPS)} or python:module:Class")
+        if ctl.thresholds is None:
+            return
+        if ctl.app != "mpsshetn":
+            self.add(("controller", "thresholds"), "key 'thresholds' applies only to app = 'mpsshetn'")
+        previous = 0
+        for j, row in enumerate(ctl.thresholds):
+            last = j == len(ctl.thresholds) - 1
+            if row.below_bytes is None and not last:
+                self.add(("controller", "thresholds", j), "only the last threshold may omit 'below'")
+            elif row.below_bytes is not None and row.below_bytes <= previous:
+                self.add(("controller", "thresholds", j, "below"), "thresholds must increase")
+            previous = row.below_bytes or previous

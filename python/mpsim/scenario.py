@@ -1,0 +1,547 @@
+"""Scenario files: pydantic models of SCENARIO-FORMAT.md, loading, checks, engine spec.
+
+The path of a scenario: TOML/YAML text -> raw dict (+ key path -> line map)
+-> `--set` overrides -> pydantic validation (units converted to integers in
+base units) -> semantic checks (names, references, traces) -> `Scenario`
+-> `to_engine_spec()`, the JSON document of docs/engine-spec.md. Every error
+on the way is a ScenarioError naming file, line and key path.
+
+Fields hold integers in base units and carry the unit in their name
+(`duration_ps`); their alias is the key written in the file (`duration`).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    model_validator,
+)
+
+from . import overrides as ov
+from . import units
+from ._toml import tomllib
+from .errors import ScenarioError
+from .locate import DuplicateKey, LineMap, Loc, YamlLoader, format_loc, lookup_line, toml_lines, yaml_lines
+
+FORMAT_VERSION = 1
+DEFAULT_RCVBUF_BYTES = 6291456  # Linux tcp_rmem max
+CC_BY_TRANSPORT: dict[str, tuple[str, ...]] = {
+    "tcp": ("reno", "cubic", "vegas"),
+    "mptcp": ("reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"),
+    "cmt": ("reno",),
+    "udp": (),
+}
+DEFAULT_CC = {"tcp": "reno", "mptcp": "lia", "cmt": "reno", "udp": None}
+CONTROLLER_APPS = ("shortest", "ecmp", "disjoint", "mpsshetn")
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+# ------------------------------------------------------------ field types
+
+
+def _positive(value: int) -> int:
+    if value <= 0:
+        raise ValueError(f"must be positive, got {value}")
+    return value
+
+
+def _known_format(value: int) -> int:
+    if value != FORMAT_VERSION:
+        raise ValueError(f"format {value} is not supported: this mpsim reads format {FORMAT_VERSION}")
+    return value
+
+
+def _name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"bad name {value!r}: use letters, digits, '_' and '-'")
+    return value
+
+
+TimePs = Annotated[int, BeforeValidator(units.parse_time)]
+PositiveTimePs = Annotated[int, BeforeValidator(units.parse_time), AfterValidator(_positive)]
+RateBps = Annotated[int, BeforeValidator(units.parse_rate)]
+SizeBytes = Annotated[int, BeforeValidator(units.parse_size)]
+PositiveSizeBytes = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_positive)]
+QueueLimit = Annotated[dict[str, int], BeforeValidator(units.parse_queue)]
+Probability = Annotated[float, BeforeValidator(units.parse_probability)]
+Count = Annotated[StrictInt, AfterValidator(_positive)]
+Name = Annotated[str, AfterValidator(_name)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ------------------------------------------------------------ models
+
+
+class Simulation(_Model):
+    """`[simulation]`: run length, seed, sampling and segment defaults."""
+
+    duration_ps: PositiveTimePs = Field(alias="duration")
+    seed: Annotated[StrictInt, Field(ge=0, lt=2**64)] = 1
+    sample_interval_ps: PositiveTimePs = Field(10**12, alias="sample_interval")
+    mss_bytes: PositiveSizeBytes = Field(1448, alias="mss")
+    header_bytes: SizeBytes = Field(66, alias="header_bytes")
+    rcvbuf_bytes: PositiveSizeBytes = Field(DEFAULT_RCVBUF_BYTES, alias="rcvbuf")
+
+
+class Node(_Model):
+    """`[[node]]`: a host, switch or router."""
+
+    name: Name
+    kind: Literal["host", "switch", "router"] = "host"
+
+
+def _loss_input(value: Any) -> Any:
+    """`loss = 0.01` is short for `{model = "bernoulli", p = 0.01}`."""
+    if isinstance(value, dict):
+        return value
+    return {"model": "bernoulli", "p": units.parse_probability(value)}
+
+
+class Loss(_Model):
+    """A loss model: independent (bernoulli) or bursty (gilbert)."""
+
+    model: Literal["none", "bernoulli", "gilbert"]
+    p: Probability | None = None
+    p_good_bad: Probability | None = None
+    p_bad_good: Probability | None = None
+    loss_good: Probability = 0.0
+    loss_bad: Probability = 1.0
+
+    @model_validator(mode="after")
+    def _keys_match_model(self) -> Loss:
+        needed = {"none": (), "bernoulli": ("p",), "gilbert": ("p_good_bad", "p_bad_good")}[self.model]
+        allowed = {"none": set(), "bernoulli": {"p"}, "gilbert": {"p_good_bad", "p_bad_good", "loss_good", "loss_bad"}}
+        for key in needed:
+            if getattr(self, key) is None:
+                raise ValueError(f"loss model '{self.model}' needs key '{key}'")
+        extra = sorted((self.model_fields_set - {"model"}) - allowed[self.model])
+        if extra:
+            raise ValueError(f"key '{extra[0]}' does not apply to loss model '{self.model}'")
+        return self
+
+    def to_spec(self) -> dict[str, Any]:
+        if self.model == "none" or (self.model == "bernoulli" and self.p == 0.0):
+            return {"model": "none"}
+        if self.model == "bernoulli":
+            return {"model": "bernoulli", "p": self.p}
+        return {
+            "model": "gilbert",
+            "p_good_bad": self.p_good_bad,
+            "p_bad_good": self.p_bad_good,
+            "loss_good": self.loss_good,
+            "loss_bad": self.loss_bad,
+        }
+
+
+LossField = Annotated[Loss, BeforeValidator(_loss_input)]
+NO_LOSS = Loss(model="none")
+
+
+class Direction(_Model):
+    """`[link.a_to_b]` / `[link.b_to_a]`: overrides for one direction."""
+
+    bandwidth_bps: RateBps | None = Field(None, alias="bandwidth")
+    delay_ps: TimePs | None = Field(None, alias="delay")
+    queue: QueueLimit | None = None
+    loss: LossField | None = None
+    bandwidth_trace: str | None = None
+
+
+class LinkEvent(_Model):
+    """`[[link.events]]`: a change at a given time, in one or both directions."""
+
+    at_ps: TimePs = Field(alias="at")
+    direction: Literal["both", "a_to_b", "b_to_a"] = "both"
+    up: StrictBool | None = None
+    bandwidth_bps: RateBps | None = Field(None, alias="bandwidth")
+    delay_ps: TimePs | None = Field(None, alias="delay")
+    loss: LossField | None = None
+    queue: QueueLimit | None = None
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> LinkEvent:
+        if self.model_fields_set <= {"at_ps", "direction"}:
+            raise ValueError("event changes nothing: give up, bandwidth, delay, loss or queue")
+        return self
+
+    def to_spec(self) -> dict[str, Any]:
+        return {
+            "at_ps": self.at_ps,
+            "direction": self.direction,
+            "up": self.up,
+            "bandwidth_bps": self.bandwidth_bps,
+            "delay_ps": self.delay_ps,
+            "loss": self.loss.to_spec() if self.loss is not None else None,
+            "queue": dict(self.queue) if self.queue is not None else None,
+        }
+
+
+class Link(_Model):
+    """`[[link]]`: a full-duplex link between two nodes."""
+
+    name: Name | None = None
+    between: tuple[Name, Name]
+    bandwidth_bps: RateBps | None = Field(None, alias="bandwidth")
+    delay_ps: TimePs = Field(0, alias="delay")
+    queue: QueueLimit = Field(default_factory=lambda: {"packets": 100})
+    loss: LossField = NO_LOSS
+    bandwidth_trace: str | None = None
+    strip_mptcp: StrictBool = False
+    a_to_b: Direction | None = None
+    b_to_a: Direction | None = None
+    events: list[LinkEvent] = Field(default_factory=list)
+
+    def direction(self, which: str) -> dict[str, Any]:
+        """Parameters of one direction with its overrides merged (trace as a path)."""
+        over = getattr(self, which) or Direction()
+        return {
+            "bandwidth_bps": over.bandwidth_bps if over.bandwidth_bps is not None else self.bandwidth_bps,
+            "delay_ps": over.delay_ps if over.delay_ps is not None else self.delay_ps,
+            "queue": dict(over.queue if over.queue is not None else self.queue),
+            "loss": over.loss if over.loss is not None else self.loss,
+            "bandwidth_trace": over.bandwidth_trace or self.bandwidth_trace,
+        }
+
+
+class Handover(_Model):
+    """`handover = { after_down = "30s" }`: reconnect through another interface."""
+
+    after_down_ps: TimePs = Field(alias="after_down")
+
+
+class Flow(_Model):
+    """`[[flow]]`: a transport connection plus the application on it."""
+
+    name: Name | None = None
+    transport: Literal["tcp", "mptcp", "cmt", "udp"] = "tcp"
+    client: Name
+    server: Name
+    app: Literal["download", "upload", "http", "cbr", "onoff", "video"] = "download"
+    size_bytes: SizeBytes | None = Field(None, alias="size")
+    start_ps: TimePs = Field(0, alias="start")
+    stop_ps: TimePs | None = Field(None, alias="stop")
+    cc: str | None = None
+    cc_mode: Literal["reference", "linux"] = "reference"
+    scheduler: Literal["default", "roundrobin", "redundant"] | None = None
+    path_manager: Literal["default", "fullmesh", "ndiffports"] | None = None
+    subflows: Count | None = None
+    client_interfaces: list[Name] | None = None
+    mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
+    rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")
+    sndbuf_bytes: PositiveSizeBytes | None = Field(None, alias="sndbuf")
+    delayed_ack: StrictBool = True
+    delayed_ack_timeout_ps: TimePs = Field(40 * 10**9, alias="delayed_ack_timeout")
+    sack: StrictBool = True
+    min_rto_ps: TimePs = Field(200 * 10**9, alias="min_rto")
+    initial_cwnd_pkts: Count = Field(10, alias="initial_cwnd")
+    variant: Literal["cmt", "smt", "smos"] | None = None
+    rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
+    sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")
+    repeat: Count | None = None
+    gap_ps: TimePs | None = Field(None, alias="gap")
+    new_connection: StrictBool | None = None
+    request_size_bytes: PositiveSizeBytes | None = Field(None, alias="request_size")
+    rate_bps: RateBps | None = Field(None, alias="rate")
+    packet_bytes: PositiveSizeBytes | None = Field(None, alias="packet")
+    on_ps: PositiveTimePs | None = Field(None, alias="on")
+    off_ps: TimePs | None = Field(None, alias="off")
+    on_app: Literal["download", "upload", "cbr"] | None = None
+    bitrate_bps: RateBps | None = Field(None, alias="bitrate")
+    chunk_ps: PositiveTimePs | None = Field(None, alias="chunk")
+    handover: Handover | None = None
+
+    def keys_set(self) -> set[str]:
+        """The keys written for this flow (file names, not field names)."""
+        fields = type(self).model_fields
+        return {fields[name].alias or name for name in self.model_fields_set}
+
+    @property
+    def effective_cc(self) -> str | None:
+        return self.cc if self.cc is not None else DEFAULT_CC[self.transport]
+
+    @property
+    def effective_on_app(self) -> str:
+        if self.on_app is not None:
+            return self.on_app
+        return "cbr" if self.transport == "udp" else "download"
+
+
+class Threshold(_Model):
+    """One row of the mpsshetn controller's size thresholds."""
+
+    below_bytes: PositiveSizeBytes | None = Field(None, alias="below")
+    gap: Annotated[float, Field(ge=0.0)]
+
+
+class Controller(_Model):
+    """`[controller]`: the SDN controller application."""
+
+    app: str
+    latency_ps: TimePs = Field(0, alias="latency")
+    thresholds: list[Threshold] | None = None
+
+
+class Record(_Model):
+    """`[record]`: which time series to record."""
+
+    interfaces: StrictBool = True
+    subflows: StrictBool = True
+    pcap: list[str] = Field(default_factory=list)
+
+
+@dataclass
+class _Source:
+    """Where a scenario came from, to turn a key path into `FILE:LINE: KEY`."""
+
+    file: str | None
+    lines: LineMap = field(default_factory=dict)
+    base_dir: Path = field(default_factory=Path)
+    default_name: str = "scenario"
+    labels: dict[Loc, str] = field(default_factory=dict)  # builder: table path -> call
+
+    def error(self, loc: Loc, message: str, applied: dict[Loc, str] | None = None) -> ScenarioError:
+        for oloc, label in (applied or {}).items():
+            if loc[: len(oloc)] == oloc:
+                return ScenarioError(message, file=self.file, key=label)
+        for lloc, label in self.labels.items():
+            if loc[: len(lloc)] == lloc:
+                return ScenarioError(message, file=label, key=format_loc(loc[len(lloc) :]) or None)
+        line = lookup_line(self.lines, loc) if loc else None
+        return ScenarioError(message, file=self.file, line=line, key=format_loc(loc) or None)
+
+
+class Scenario(_Model):
+    """A validated scenario. Quantities are integers in base units (see field names)."""
+
+    format: Annotated[StrictInt, AfterValidator(_known_format)] = FORMAT_VERSION
+    name: str | None = None
+    description: str = ""
+    simulation: Simulation
+    nodes: list[Node] = Field(default_factory=list, alias="node")
+    links: list[Link] = Field(default_factory=list, alias="link")
+    flows: list[Flow] = Field(default_factory=list, alias="flow")
+    controller: Controller | None = None
+    record: Record = Field(default_factory=Record)
+
+    _source: _Source = PrivateAttr(default_factory=lambda: _Source(file=None))
+    _raw: dict = PrivateAttr(default_factory=dict)
+    _overrides: list = PrivateAttr(default_factory=list)
+    _traces: dict = PrivateAttr(default_factory=dict)
+
+    @property
+    def path(self) -> Path | None:
+        """The file this scenario was read from (None for a builder)."""
+        f = self._source.file
+        return Path(f) if f is not None and not self._source.labels else None
+
+    @property
+    def seed(self) -> int:
+        return self.simulation.seed
+
+    @property
+    def duration_s(self) -> float:
+        return self.simulation.duration_ps / units.PS_PER_S
+
+    def with_overrides(self, overrides: dict[str, Any] | list[str] | None) -> Scenario:
+        """A new scenario: this one's data with more `--set`-style overrides applied."""
+        return _build(self._raw, self._source, self._overrides + ov.normalize(overrides))
+
+    def to_engine_spec(self) -> dict[str, Any]:
+        """The plain JSON document of docs/engine-spec.md."""
+        from .spec import engine_spec
+
+        return engine_spec(self, self._traces)
+
+
+# ------------------------------------------------------------ loading
+
+
+def load_scenario(path: str | Path, overrides: dict[str, Any] | list[str] | None = None) -> Scenario:
+    """Read, override and validate a TOML or YAML scenario file."""
+    path = Path(path)
+    data, lines = _read(path)
+    source = _Source(file=str(path), lines=lines, base_dir=path.parent, default_name=path.stem)
+    return _build(data, source, _normalize(overrides, source))
+
+
+def scenario_from_dict(
+    data: dict,
+    *,
+    file: str | None = None,
+    base_dir: str | Path = ".",
+    overrides: dict[str, Any] | list[str] | None = None,
+    lines: LineMap | None = None,
+    labels: dict[Loc, str] | None = None,
+) -> Scenario:
+    """Validate scenario data already in memory (the builder's path)."""
+    source = _Source(
+        file=file,
+        lines=lines or {},
+        base_dir=Path(base_dir),
+        default_name=Path(file).stem if file and not labels else "scenario",
+        labels=labels or {},
+    )
+    return _build(data, source, _normalize(overrides, source))
+
+
+def _normalize(overrides: Any, source: _Source) -> list[ov.Override]:
+    try:
+        return ov.normalize(overrides)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.message, file=source.file, key=exc.key) from None
+
+
+def _read(path: Path) -> tuple[dict, LineMap]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError("no such file", file=path) from None
+    except UnicodeDecodeError:
+        raise ScenarioError("not UTF-8 text", file=path) from None
+    except OSError as exc:
+        raise ScenarioError(f"cannot read: {exc.strerror or exc}", file=path) from None
+    suffix = path.suffix.lower()
+    if suffix == ".toml":
+        return _read_toml(text, path)
+    if suffix in (".yaml", ".yml"):
+        return _read_yaml(text, path)
+    raise ScenarioError(f"unknown file type {suffix or '(none)'!r}: expected .toml, .yaml or .yml", file=path)
+
+
+_TOML_POSITION = re.compile(r"\s*\(at line (\d+), column \d+\)\s*$")
+
+
+def _read_toml(text: str, path: Path) -> tuple[dict, LineMap]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc).splitlines()[0] if str(exc) else "malformed TOML"
+        match = _TOML_POSITION.search(message)
+        line = int(match.group(1)) if match else getattr(exc, "lineno", None)
+        if message.endswith("(at end of document)"):
+            line = text.count("\n") + 1
+            message = message[: -len("(at end of document)")].rstrip()
+        message = _TOML_POSITION.sub("", message)
+        raise ScenarioError(f"invalid TOML: {message}", file=path, line=line) from None
+    return data, toml_lines(text)
+
+
+def _read_yaml(text: str, path: Path) -> tuple[dict, LineMap]:
+    try:
+        node = yaml.compose(text, Loader=YamlLoader)
+        data = yaml.load(text, Loader=YamlLoader)  # noqa: S506 - YamlLoader is a SafeLoader
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        message = exc.problem or exc.context or "malformed YAML"
+        raise ScenarioError(f"invalid YAML: {message}", file=path, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"invalid YAML: {exc}", file=path) from None
+    try:
+        lines = yaml_lines(node)
+    except DuplicateKey as exc:
+        raise ScenarioError(f"duplicate key '{exc.loc[-1]}'", file=path, line=exc.line, key=format_loc(exc.loc)) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError("expected a mapping of keys at the top level", file=path, line=1)
+    return data, lines
+
+
+def _fill_default_names(data: dict) -> None:
+    """Unnamed links become `a-b`, unnamed flows `flowN`, so overrides can name them."""
+    for link in data.get("link", []) if isinstance(data.get("link"), list) else []:
+        between = link.get("between") if isinstance(link, dict) else None
+        if isinstance(link, dict) and "name" not in link and isinstance(between, list) and len(between) == 2:
+            link["name"] = f"{between[0]}-{between[1]}"
+    for n, flow in enumerate(data.get("flow", []) if isinstance(data.get("flow"), list) else []):
+        if isinstance(flow, dict) and "name" not in flow:
+            flow["name"] = f"flow{n + 1}"
+
+
+def _build(raw: dict, source: _Source, overrides: list[ov.Override]) -> Scenario:
+    data = copy.deepcopy(raw)
+    _fill_default_names(data)
+    base = copy.deepcopy(data)
+    try:
+        applied = ov.apply(data, overrides, Scenario)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.message, file=source.file, key=exc.key) from None
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise _first_error(source, pydantic_problems(exc), applied) from None
+    if scenario.name is None:
+        scenario.name = source.default_name
+    from .checks import check_scenario
+
+    problems, traces = check_scenario(scenario, source.base_dir)
+    if problems:
+        raise _first_error(source, problems, applied)
+    scenario._source = source
+    scenario._raw = base
+    scenario._overrides = list(overrides)
+    scenario._traces = traces
+    return scenario
+
+
+def _first_error(source: _Source, problems: list[tuple[Loc, str]], applied: dict[Loc, str]) -> ScenarioError:
+    loc, message = problems[0]
+    if len(problems) > 1:
+        more = len(problems) - 1
+        message += f" (and {more} more problem{'s' if more > 1 else ''})"
+    return source.error(loc, message, applied)
+
+
+def pydantic_problems(exc: ValidationError) -> list[tuple[Loc, str]]:
+    """(key path, message) for each pydantic error, in plain words."""
+    return [(tuple(err["loc"]), _pydantic_message(err)) for err in exc.errors(include_url=False)]
+
+
+_TYPE_WORDS = {
+    "bool_type": "expected true or false",
+    "int_type": "expected a whole number",
+    "float_type": "expected a number",
+    "string_type": "expected a string",
+    "list_type": "expected an array",
+    "tuple_type": "expected an array",
+    "dict_type": "expected a table",
+    "model_type": "expected a table",
+    "model_attributes_type": "expected a table",
+}
+
+
+def _pydantic_message(err: dict) -> str:
+    kind, loc = err["type"], tuple(err["loc"])
+    if kind == "extra_forbidden":
+        return ov.unknown_key_message(str(loc[-1]), ov.model_at(Scenario, loc[:-1]))
+    if kind == "missing":
+        return f"missing required key '{loc[-1]}'"
+    if kind == "literal_error":
+        return f"bad value {err['input']!r}: expected {err['ctx']['expected']}"
+    if kind == "value_error":
+        return str(err["ctx"]["error"])
+    if kind in _TYPE_WORDS:
+        return f"{_TYPE_WORDS[kind]}, got {err['input']!r}"
+    if kind in ("too_long", "too_short") and loc and loc[-1] == "between":
+        return f"expected two node names, got {err['input']!r}"
+    return str(err["msg"])

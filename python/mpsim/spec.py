@@ -1,0 +1,144 @@
+"""The engine spec: a validated Scenario as the JSON document of docs/engine-spec.md.
+
+Everything here is already validated; this module only fills defaults and
+lays the data out as the Rust side (`crates/mpsim/src/spec.rs`) reads it.
+Key order follows the document so the JSON is easy to compare by eye.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .scenario import Flow, Link, Scenario
+
+HTTP_DEFAULT_REQUEST_BYTES = 100
+CBR_DEFAULT_PACKET_BYTES = 1500
+VIDEO_DEFAULT_CHUNK_PS = 4 * 10**12
+
+
+def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[str, Any]:
+    """The whole spec document."""
+    sim = scenario.simulation
+    spec: dict[str, Any] = {
+        "name": scenario.name,
+        "seed": sim.seed,
+        "duration_ps": sim.duration_ps,
+        "sample_interval_ps": sim.sample_interval_ps,
+        "mss_bytes": sim.mss_bytes,
+        "header_bytes": sim.header_bytes,
+        "nodes": [{"name": n.name, "kind": n.kind} for n in scenario.nodes],
+        "links": [_link_spec(link, traces) for link in scenario.links],
+        "flows": [_flow_spec(flow, scenario) for flow in scenario.flows],
+        "record": {
+            "interfaces": scenario.record.interfaces,
+            "subflows": scenario.record.subflows,
+            "pcap": list(scenario.record.pcap),
+        },
+    }
+    if scenario.controller is not None:
+        # Not in engine-spec.md yet: the engine rejects it with its own message until it lands.
+        ctl = scenario.controller
+        spec["controller"] = {
+            "app": ctl.app,
+            "latency_ps": ctl.latency_ps,
+            "thresholds": None
+            if ctl.thresholds is None
+            else [{"below_bytes": t.below_bytes, "gap": t.gap} for t in ctl.thresholds],
+        }
+    return spec
+
+
+def _link_spec(link: Link, traces: dict[str, list[list[int]]]) -> dict[str, Any]:
+    return {
+        "name": link.name,
+        "a": link.between[0],
+        "b": link.between[1],
+        "strip_mptcp": link.strip_mptcp,
+        "a_to_b": _direction_spec(link, "a_to_b", traces),
+        "b_to_a": _direction_spec(link, "b_to_a", traces),
+        # Stable sort: events at the same time keep file order.
+        "events": [e.to_spec() for e in sorted(link.events, key=lambda e: e.at_ps)],
+    }
+
+
+def _direction_spec(link: Link, which: str, traces: dict[str, list[list[int]]]) -> dict[str, Any]:
+    params = link.direction(which)
+    trace = traces[params["bandwidth_trace"]] if params["bandwidth_trace"] else None
+    bandwidth = params["bandwidth_bps"]
+    if bandwidth is None and trace:
+        bandwidth = trace[0][1]  # a trace without a fixed rate starts at its first rate
+    return {
+        "bandwidth_bps": bandwidth,
+        "delay_ps": params["delay_ps"],
+        "queue": params["queue"],
+        "loss": params["loss"].to_spec(),
+        "bandwidth_trace": [list(row) for row in trace] if trace else None,
+    }
+
+
+def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
+    sim = scenario.simulation
+    spec: dict[str, Any] = {
+        "name": flow.name,
+        "transport": flow.transport,
+        "client": flow.client,
+        "server": flow.server,
+        "app": app_spec(flow),
+        "start_ps": flow.start_ps,
+        "stop_ps": flow.stop_ps,
+        "cc": flow.effective_cc,
+        "cc_mode": flow.cc_mode,
+        "mss_bytes": flow.mss_bytes if flow.mss_bytes is not None else sim.mss_bytes,
+        "rcvbuf_bytes": flow.rcvbuf_bytes if flow.rcvbuf_bytes is not None else sim.rcvbuf_bytes,
+        "sndbuf_bytes": flow.sndbuf_bytes,
+        "sack": flow.sack,
+        "delayed_ack": flow.delayed_ack,
+        "delayed_ack_ps": flow.delayed_ack_timeout_ps,
+        "min_rto_ps": flow.min_rto_ps,
+        "initial_cwnd_pkts": flow.initial_cwnd_pkts,
+        "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
+        "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
+    }
+    # Multipath keys exist only on multipath flows, so tcp/udp flows match engine-spec.md exactly.
+    if flow.transport == "mptcp":
+        spec["scheduler"] = flow.scheduler or "default"
+        spec["path_manager"] = flow.path_manager or "fullmesh"
+        spec["subflows"] = flow.subflows if flow.subflows is not None else 1
+    if flow.transport == "cmt":
+        spec["variant"] = flow.variant or "cmt"
+        spec["rbuf_bytes"] = flow.rbuf_bytes if flow.rbuf_bytes is not None else spec["rcvbuf_bytes"]
+    return spec
+
+
+def app_spec(flow: Flow) -> dict[str, Any]:
+    """The `app` object of one flow, defaults filled."""
+    if flow.app in ("download", "upload"):
+        return {"kind": flow.app, "size_bytes": flow.size_bytes}
+    if flow.app == "http":
+        return {
+            "kind": "http",
+            "sizes_bytes": list(flow.sizes_bytes or []),
+            "repeat": flow.repeat if flow.repeat is not None else 1,
+            "gap_ps": flow.gap_ps if flow.gap_ps is not None else 0,
+            "new_connection": flow.new_connection if flow.new_connection is not None else True,
+            "request_bytes": flow.request_size_bytes or HTTP_DEFAULT_REQUEST_BYTES,
+        }
+    if flow.app == "cbr":
+        return _cbr_spec(flow)
+    if flow.app == "onoff":
+        inner = flow.effective_on_app
+        inner_spec = _cbr_spec(flow) if inner == "cbr" else {"kind": inner, "size_bytes": flow.size_bytes}
+        return {"kind": "onoff", "on_ps": flow.on_ps, "off_ps": flow.off_ps, "inner": inner_spec}
+    return {
+        "kind": "video",
+        "bitrate_bps": flow.bitrate_bps,
+        "chunk_ps": flow.chunk_ps if flow.chunk_ps is not None else VIDEO_DEFAULT_CHUNK_PS,
+    }
+
+
+def _cbr_spec(flow: Flow) -> dict[str, Any]:
+    return {
+        "kind": "cbr",
+        "rate_bps": flow.rate_bps,
+        "packet_bytes": flow.packet_bytes or CBR_DEFAULT_PACKET_BYTES,
+    }

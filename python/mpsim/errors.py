@@ -57,3 +57,7 @@ class EngineError(ScenarioError):
 
 class EngineMissingError(MpsimError, ImportError):
     """The compiled engine `mpsim._core` is not available."""
+
+
+class ResultsError(MpsimError, ValueError):
+    """A run folder or trace table that cannot be read."""

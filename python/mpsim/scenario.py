@@ -322,7 +322,8 @@ class _Source:
         for oloc, label in (applied or {}).items():
             if loc[: len(oloc)] == oloc:
                 return ScenarioError(message, file=self.file, key=label)
-        for lloc, label in self.labels.items():
+        # The most specific builder call wins: an event's call over its link's.
+        for lloc, label in sorted(self.labels.items(), key=lambda item: -len(item[0])):
             if loc[: len(lloc)] == lloc:
                 return ScenarioError(message, file=label, key=format_loc(loc[len(lloc) :]) or None)
         line = lookup_line(self.lines, loc) if loc else None

@@ -1,7 +1,7 @@
 //! Reno / NewReno window rules, uncoupled (spec section 2). Also the
 //! single-path baseline every coupled controller must reduce to.
 
-use crate::common::{linux_reno_ca, slow_start};
+use crate::common::{reno_on_ack, reno_ssthresh};
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
 pub struct Reno {
@@ -20,32 +20,13 @@ impl CongestionController for Reno {
     }
 
     fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, self.mode);
-            if acked <= 0.0 {
-                return;
-            }
-        }
-        match self.mode {
-            // cwnd += N / cwnd
-            CcMode::Reference => {
-                s.cwnd_pkts = (s.cwnd_pkts + acked / s.cwnd_pkts).min(s.cwnd_clamp_pkts);
-            }
-            CcMode::Linux => {
-                let w = s.cwnd_pkts;
-                linux_reno_ca(s, w, acked.round().max(1.0) as i64);
-            }
+        if let Some(s) = subflows.get_mut(r) {
+            reno_on_ack(s, ack.acked_pkts, self.mode);
         }
     }
 
     fn ssthresh_on_loss(&mut self, subflows: &[SubflowCc], r: usize) -> f64 {
-        let s = &subflows[r];
-        match self.mode {
-            CcMode::Reference => (s.flight_pkts / 2.0).max(2.0),
-            CcMode::Linux => (s.cwnd_pkts / 2.0).floor().max(2.0),
-        }
+        subflows.get(r).map_or(2.0, |s| reno_ssthresh(s, self.mode))
     }
 }
 

@@ -50,7 +50,7 @@ pub enum AppInput {
 }
 
 /// Behaviour of one application.
-pub trait App {
+pub trait App: Send + Sync {
     fn on_input(&mut self, now: SimTime, input: AppInput, out: &mut Vec<AppCmd>);
 }
 

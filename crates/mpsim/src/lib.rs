@@ -1,1 +1,22 @@
-//! placeholder
+//! The mpsim simulation: the only event loop. [`Simulation`] owns the clock,
+//! the event queue, the packet pool, the network, the endpoints and the
+//! applications, and produces the run summary and the columnar traces.
+
+mod build;
+mod flows;
+mod report;
+mod sim;
+pub mod spec;
+
+pub use mpsim_core::SimTime;
+pub use report::{Table, Traces};
+
+/// Trace column types, for bindings.
+pub mod report_column {
+    pub use crate::report::Column;
+}
+pub use sim::{BuildError, Simulation};
+pub use spec::Spec;
+
+/// Version reported in run summaries.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

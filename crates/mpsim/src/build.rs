@@ -1,0 +1,259 @@
+//! Building the world from a spec: nodes, links and their directions,
+//! routes, flows with their applications, and the initial events.
+
+use crate::flows::{make_app, Flow};
+use crate::report::Sampler;
+use crate::sim::{BuildError, Ev, Link, Node, Simulation};
+use crate::spec::{CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QueueSpec, Spec, TransportSpec};
+use mpsim_cc::{CcMode, Controller};
+use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
+use mpsim_net::{iface_addr, LinkDir, LinkDirParams, LossModel, NodeKind, QueueLimit, Topology};
+use mpsim_proto::TcpConfig;
+use rustc_hash::FxHashMap;
+
+pub(crate) fn loss_model(l: &LossSpec) -> LossModel {
+    match *l {
+        LossSpec::None => LossModel::None,
+        LossSpec::Bernoulli { p } => LossModel::Bernoulli { p_frac: p },
+        LossSpec::Gilbert { p_good_bad, p_bad_good, loss_good, loss_bad } => {
+            LossModel::Gilbert { p_good_bad, p_bad_good, loss_good, loss_bad, bad: false }
+        }
+    }
+}
+
+pub(crate) fn queue_limit(q: &QueueSpec) -> QueueLimit {
+    match *q {
+        QueueSpec::Packets(n) => QueueLimit::Packets(n),
+        QueueSpec::Bytes(b) => QueueLimit::Bytes(b),
+    }
+}
+
+fn invalid(msg: String) -> BuildError {
+    BuildError::Invalid(msg)
+}
+
+/// RNG stream ids: link directions first, then flows, far apart.
+const STREAM_LINK_DIR: u64 = 1 << 32;
+
+fn dir_params(d: &LinkDirSpec) -> LinkDirParams {
+    LinkDirParams {
+        bandwidth_bps: d.bandwidth_bps.max(1),
+        delay: SimDuration(d.delay_ps),
+        queue: queue_limit(&d.queue),
+        loss: loss_model(&d.loss),
+        up: true,
+    }
+}
+
+fn validate_dir(link: &str, which: &str, d: &LinkDirSpec) -> Result<(), BuildError> {
+    if d.bandwidth_bps == 0 {
+        return Err(invalid(format!("link '{link}' {which}: bandwidth must be positive")));
+    }
+    let bad_p = |p: f64| !(0.0..=1.0).contains(&p);
+    let lossy = match d.loss {
+        LossSpec::None => false,
+        LossSpec::Bernoulli { p } => bad_p(p),
+        LossSpec::Gilbert { p_good_bad, p_bad_good, loss_good, loss_bad } => {
+            [p_good_bad, p_bad_good, loss_good, loss_bad].into_iter().any(bad_p)
+        }
+    };
+    if lossy {
+        return Err(invalid(format!("link '{link}' {which}: probabilities must be in [0, 1]")));
+    }
+    Ok(())
+}
+
+struct NodeIndex(FxHashMap<String, NodeId>);
+
+impl NodeIndex {
+    fn get(&self, name: &str, what: &str) -> Result<NodeId, BuildError> {
+        self.0.get(name).copied().ok_or_else(|| invalid(format!("{what}: unknown node '{name}'")))
+    }
+}
+
+impl Simulation {
+    pub fn new(spec: &Spec) -> Result<Simulation, BuildError> {
+        let mut index = NodeIndex(FxHashMap::default());
+        let mut nodes = Vec::new();
+        for (i, n) in spec.nodes.iter().enumerate() {
+            if index.0.insert(n.name.clone(), NodeId(i as u32)).is_some() {
+                return Err(invalid(format!("node '{}' is defined twice", n.name)));
+            }
+            let kind = match n.kind {
+                NodeKindSpec::Host => NodeKind::Host,
+                NodeKindSpec::Switch => NodeKind::Switch,
+                NodeKindSpec::Router => NodeKind::Router,
+            };
+            nodes.push(Node { name: n.name.clone(), kind, ifaces: Vec::new() });
+        }
+        if spec.links.len() > 0xffff {
+            return Err(invalid("at most 65535 links are supported".into()));
+        }
+        let mut links = Vec::new();
+        let mut dirs = Vec::new();
+        let mut traces_bw = Vec::new();
+        for (i, l) in spec.links.iter().enumerate() {
+            let a = index.get(&l.a, &format!("link '{}'", l.name))?;
+            let b = index.get(&l.b, &format!("link '{}'", l.name))?;
+            if a == b {
+                return Err(invalid(format!("link '{}' connects '{}' to itself", l.name, l.a)));
+            }
+            for (side, n) in [(0u32, a), (1u32, b)] {
+                if nodes[n.index()].kind == NodeKind::Host {
+                    nodes[n.index()].ifaces.push((LinkId(i as u32), side));
+                }
+            }
+            for (k, d) in [("a_to_b", &l.a_to_b), ("b_to_a", &l.b_to_a)] {
+                validate_dir(&l.name, k, d)?;
+                let stream = STREAM_LINK_DIR + 2 * i as u64 + (k == "b_to_a") as u64;
+                dirs.push(LinkDir::new(dir_params(d), SimRng::new(spec.seed, stream)));
+                traces_bw.push(d.bandwidth_trace.clone().filter(|t| !t.is_empty()));
+            }
+            links.push(Link { name: l.name.clone(), a, b, events: l.events.clone() });
+        }
+        let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
+        let routes = topo.routes();
+        let end = SimTime(spec.duration_ps);
+        let mut sim = Simulation {
+            now: SimTime::ZERO,
+            end,
+            queue: EventQueue::new(),
+            pool: PacketPool::with_capacity(4096),
+            nodes,
+            links,
+            dirs,
+            traces_bw,
+            topo,
+            routes,
+            endpoints: Vec::new(),
+            demux: FxHashMap::default(),
+            flows: Vec::new(),
+            work: Vec::new(),
+            sampler: Sampler::new(spec),
+            name: spec.name.clone(),
+            seed: spec.seed,
+            header_bytes: spec.header_bytes,
+            events: 0,
+            packet_hops: 0,
+            no_route_drops: 0,
+            wall_s: 0.0,
+            next_port: 32768,
+        };
+        for (i, f) in spec.flows.iter().enumerate() {
+            let flow = sim.build_flow(i, f, spec, &index)?;
+            sim.flows.push(flow);
+        }
+        sim.schedule_initial_events(spec);
+        Ok(sim)
+    }
+
+    fn host_ifaces(&self, node: NodeId, what: &str) -> Result<&[(LinkId, u32)], BuildError> {
+        let n = &self.nodes[node.index()];
+        if n.kind != NodeKind::Host {
+            return Err(invalid(format!("{what}: '{}' is a {:?}, not a host", n.name, n.kind).to_lowercase()));
+        }
+        if n.ifaces.is_empty() {
+            return Err(invalid(format!("{what}: host '{}' has no link", n.name)));
+        }
+        Ok(&n.ifaces)
+    }
+
+    fn build_flow(&self, i: usize, f: &FlowSpec, spec: &Spec, index: &NodeIndex) -> Result<Flow, BuildError> {
+        let what = format!("flow '{}'", f.name);
+        match f.transport {
+            TransportSpec::Tcp | TransportSpec::Udp => {}
+            TransportSpec::Mptcp | TransportSpec::Cmt => {
+                return Err(invalid(format!("{what}: transport '{:?}' is not available in this version", f.transport).to_lowercase()))
+            }
+        }
+        let client = index.get(&f.client, &what)?;
+        let server = index.get(&f.server, &what)?;
+        let client_ifaces = self.host_ifaces(client, &what)?.to_vec();
+        let (server_link, server_side) = self.host_ifaces(server, &what)?[0];
+        let client_links = match &f.client_interfaces {
+            None => client_ifaces.clone(),
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    client_ifaces
+                        .iter()
+                        .copied()
+                        .find(|(l, _)| self.links[l.index()].name == *n)
+                        .ok_or_else(|| invalid(format!("{what}: client '{}' has no interface '{n}'", f.client)))
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        };
+        if client_links.is_empty() {
+            return Err(invalid(format!("{what}: no client interface to use")));
+        }
+        let cc_mode = match f.cc_mode {
+            CcModeSpec::Reference => CcMode::Reference,
+            CcModeSpec::Linux => CcMode::Linux,
+        };
+        if f.transport == TransportSpec::Tcp {
+            if !mpsim_cc::TCP_ALGORITHMS.contains(&f.cc.as_str()) {
+                return Err(invalid(format!("{what}: congestion control '{}' is not available for tcp (use one of {:?})", f.cc, mpsim_cc::TCP_ALGORITHMS)));
+            }
+            Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
+        }
+        if f.mss_bytes == 0 || f.rcvbuf_bytes < f.mss_bytes as u64 {
+            return Err(invalid(format!("{what}: rcvbuf must hold at least one segment")));
+        }
+        let tcp = TcpConfig {
+            mss_bytes: f.mss_bytes,
+            header_bytes: spec.header_bytes,
+            sack: f.sack,
+            delayed_ack: f.delayed_ack,
+            delayed_ack_timeout: SimDuration(f.delayed_ack_ps),
+            min_rto: SimDuration(f.min_rto_ps),
+            initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
+            rcvbuf_bytes: f.rcvbuf_bytes,
+            cc_mode,
+            ..TcpConfig::default()
+        };
+        let (app, receiver) = make_app(&f.app);
+        let port = (5000 + i) as u16;
+        Ok(Flow {
+            spec: f.clone(),
+            app,
+            client,
+            server,
+            server_addr: iface_addr(server_link, server_side),
+            server_port: port,
+            server_link,
+            client_links,
+            active: 0,
+            conns: Vec::new(),
+            tcp,
+            receiver,
+            delivered_bytes: 0,
+            udp_sent_bytes: 0,
+            completion: None,
+            requests: Vec::new(),
+            udp_port: port,
+        })
+    }
+
+    fn schedule_initial_events(&mut self, spec: &Spec) {
+        for (i, f) in spec.flows.iter().enumerate() {
+            self.queue.push(SimTime(f.start_ps), Ev::FlowStart { flow: i as u32 });
+            if let Some(stop) = f.stop_ps {
+                self.queue.push(SimTime(stop), Ev::FlowStop { flow: i as u32 });
+            }
+        }
+        for (l, link) in self.links.iter().enumerate() {
+            for (k, ev) in link.events.iter().enumerate() {
+                self.queue.push(SimTime(ev.at_ps), Ev::LinkEvent { link: l as u32, index: k as u32 });
+            }
+        }
+        for (d, trace) in self.traces_bw.iter().enumerate() {
+            if let Some(t) = trace {
+                self.queue.push(SimTime(t[0].0), Ev::TraceStep { dir: d as u32, index: 0 });
+            }
+        }
+        let interval = self.sampler.interval;
+        if interval.as_ps() > 0 {
+            self.queue.push(SimTime::ZERO + interval, Ev::Sample);
+        }
+    }
+}

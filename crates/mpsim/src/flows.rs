@@ -1,0 +1,385 @@
+//! Flows: each runs one application and owns the connections it opens.
+//! Application commands are carried out here; endpoint events become
+//! application inputs.
+
+use crate::sim::{demux_key, Ev, Simulation};
+use crate::spec::{AppSpec, FlowSpec, TransportSpec};
+use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
+use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
+use mpsim_proto::{AppEvent, TcpConfig, TcpConnection};
+
+/// Wire bytes of a UDP datagram beyond its payload (Ethernet 14 + IPv4 20 + UDP 8).
+pub const UDP_HEADER_BYTES: u32 = 42;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Demux {
+    Ep(u32),
+    /// A connection the client opened; the server endpoint is made on its SYN.
+    Pending { flow: u32, conn: u32 },
+    Udp { flow: u32 },
+}
+
+pub(crate) enum EpKind {
+    Tcp(Box<TcpConnection>),
+    Closed,
+}
+
+pub(crate) struct Endpoint {
+    pub kind: EpKind,
+    pub host: NodeId,
+    pub flow: u32,
+    pub conn: u32,
+    pub side: Side,
+    pub generation: u32,
+    pub scheduled: Option<SimTime>,
+    /// Client interface link the connection uses.
+    pub client_link: LinkId,
+    /// Final counters, kept when the connection is aborted.
+    pub retransmitted_bytes: u64,
+    pub delivered_bytes: u64,
+}
+
+/// One connection of a flow: its two endpoints (once they exist).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConnSlot {
+    pub client_ep: u32,
+    pub server_ep: Option<u32>,
+    pub client_addr: Addr,
+    pub client_port: u16,
+}
+
+pub(crate) struct Flow {
+    pub spec: FlowSpec,
+    pub app: Box<dyn App>,
+    pub client: NodeId,
+    pub server: NodeId,
+    pub server_addr: Addr,
+    pub server_port: u16,
+    pub server_link: LinkId,
+    /// Client interfaces the flow may use, in preference order.
+    pub client_links: Vec<(LinkId, u32)>,
+    pub active: usize,
+    pub conns: Vec<ConnSlot>,
+    pub tcp: TcpConfig,
+    /// The side whose application receives the flow's payload.
+    pub receiver: Side,
+    pub delivered_bytes: u64,
+    pub udp_sent_bytes: u64,
+    pub completion: Option<SimTime>,
+    pub requests: Vec<(u32, u64, SimTime, SimTime)>,
+    pub udp_port: u16,
+}
+
+impl Flow {
+    pub fn on_datagram(&mut self, bytes: u64, _now: SimTime) {
+        self.delivered_bytes += bytes;
+    }
+
+    pub fn start(&self) -> SimTime {
+        SimTime(self.spec.start_ps)
+    }
+}
+
+/// Builds the application of a flow and the side that receives its data.
+pub(crate) fn make_app(app: &AppSpec) -> (Box<dyn App>, Side) {
+    match app {
+        AppSpec::Download { size_bytes } => (Box::new(Bulk::download(*size_bytes)), Side::Client),
+        AppSpec::Upload { size_bytes } => (Box::new(Bulk::upload(*size_bytes)), Side::Server),
+        AppSpec::Http { sizes_bytes, repeat, gap_ps, new_connection, request_bytes } => (
+            Box::new(Http::new(sizes_bytes.clone(), *repeat, SimDuration(*gap_ps), *new_connection, *request_bytes)),
+            Side::Client,
+        ),
+        AppSpec::Cbr { rate_bps, packet_bytes } => (Box::new(Cbr::new(*rate_bps, *packet_bytes)), Side::Server),
+        AppSpec::Video { bitrate_bps, chunk_ps } => (Box::new(Video::new(*bitrate_bps, SimDuration(*chunk_ps))), Side::Client),
+        AppSpec::Onoff { on_ps, off_ps, inner } => {
+            let (inner_app, receiver) = make_app(inner);
+            let bulk = matches!(**inner, AppSpec::Download { .. } | AppSpec::Upload { .. });
+            let sender = if receiver == Side::Client { Side::Server } else { Side::Client };
+            (Box::new(OnOff::new(inner_app, SimDuration(*on_ps), SimDuration(*off_ps), bulk, sender)), receiver)
+        }
+    }
+}
+
+impl Simulation {
+    pub(crate) fn on_flow_start(&mut self, flow: u32) {
+        self.app_input(flow, AppInput::Start);
+    }
+
+    pub(crate) fn on_flow_stop(&mut self, flow: u32) {
+        self.app_input(flow, AppInput::Stop);
+    }
+
+    pub(crate) fn on_app_timer(&mut self, flow: u32, tag: u32) {
+        self.app_input(flow, AppInput::Timer { tag });
+    }
+
+    fn app_input(&mut self, flow: u32, input: AppInput) {
+        let mut cmds = Vec::new();
+        self.flows[flow as usize].app.on_input(self.now, input, &mut cmds);
+        for c in cmds {
+            self.apply(flow, c);
+        }
+        self.drain_work();
+    }
+
+    pub(crate) fn endpoint_event(&mut self, ep: u32, ev: AppEvent) {
+        let e = &self.endpoints[ep as usize];
+        let (flow, conn, side) = (e.flow, e.conn, e.side);
+        let input = match ev {
+            AppEvent::Connected => AppInput::Connected { conn, side },
+            AppEvent::Delivered { bytes } => {
+                self.endpoints[ep as usize].delivered_bytes += bytes;
+                let f = &mut self.flows[flow as usize];
+                if side == f.receiver {
+                    f.delivered_bytes += bytes;
+                }
+                AppInput::Delivered { conn, side, bytes }
+            }
+            AppEvent::PeerClosed => AppInput::PeerClosed { conn, side },
+            AppEvent::Failed => AppInput::Failed { conn },
+            AppEvent::SendComplete => return,
+        };
+        let mut cmds = Vec::new();
+        self.flows[flow as usize].app.on_input(self.now, input, &mut cmds);
+        for c in cmds {
+            self.apply(flow, c);
+        }
+    }
+
+    fn endpoint_of(&self, flow: u32, conn: u32, side: Side) -> Option<u32> {
+        let slot = self.flows[flow as usize].conns.get(conn as usize)?;
+        match side {
+            Side::Client => Some(slot.client_ep),
+            Side::Server => slot.server_ep,
+        }
+    }
+
+    fn with_conn(&mut self, flow: u32, conn: u32, side: Side, f: impl FnOnce(&mut TcpConnection)) {
+        if let Some(ep) = self.endpoint_of(flow, conn, side) {
+            if let EpKind::Tcp(c) = &mut self.endpoints[ep as usize].kind {
+                f(c);
+                self.work.push(ep);
+            }
+        }
+    }
+
+    fn apply(&mut self, flow: u32, cmd: AppCmd) {
+        match cmd {
+            AppCmd::Connect { conn } => self.connect(flow, conn),
+            AppCmd::Write { conn, side, bytes } => self.with_conn(flow, conn, side, |c| {
+                if bytes == UNLIMITED_BYTES {
+                    c.send_unlimited()
+                } else {
+                    c.send(bytes)
+                }
+            }),
+            AppCmd::Pause { conn, side } => self.with_conn(flow, conn, side, |c| c.pause()),
+            AppCmd::Close { conn, side } => self.with_conn(flow, conn, side, |c| c.close()),
+            AppCmd::Datagram { bytes } => self.send_datagram(flow, bytes),
+            AppCmd::Timer { at, tag } => self.queue.push(at.max(self.now), Ev::AppTimer { flow, tag }),
+            AppCmd::RequestDone { index, size_bytes, start, end } => {
+                self.flows[flow as usize].requests.push((index, size_bytes, start, end));
+            }
+            AppCmd::Finished => {
+                let f = &mut self.flows[flow as usize];
+                f.completion.get_or_insert(self.now);
+            }
+        }
+    }
+
+    fn alloc_port(&mut self) -> u16 {
+        let p = self.next_port;
+        self.next_port = if p >= 60999 { 32768 } else { p + 1 };
+        p
+    }
+
+    fn client_addr(&self, flow: u32) -> (Addr, LinkId) {
+        let f = &self.flows[flow as usize];
+        let (link, side) = f.client_links[f.active];
+        (mpsim_net::iface_addr(link, side), link)
+    }
+
+    fn connect(&mut self, flow: u32, conn: u32) {
+        let (addr, link) = self.client_addr(flow);
+        let port = self.alloc_port();
+        let f = &self.flows[flow as usize];
+        let (server_addr, server_port, cfg, client) = (f.server_addr, f.server_port, f.tcp, f.client);
+        let Ok(c) = TcpConnection::connect(cfg, &f.spec.cc, (addr, port), (server_addr, server_port)) else {
+            return; // the controller name was checked when the world was built
+        };
+        let ep = self.endpoints.len() as u32;
+        self.endpoints.push(Endpoint {
+            kind: EpKind::Tcp(Box::new(c)),
+            host: client,
+            flow,
+            conn,
+            side: Side::Client,
+            generation: 0,
+            scheduled: None,
+            client_link: link,
+            retransmitted_bytes: 0,
+            delivered_bytes: 0,
+        });
+        self.demux.insert(demux_key(addr, port, server_addr, server_port), crate::flows::Demux::Ep(ep));
+        self.demux.insert(demux_key(server_addr, server_port, addr, port), Demux::Pending { flow, conn });
+        let slots = &mut self.flows[flow as usize].conns;
+        let slot = ConnSlot { client_ep: ep, server_ep: None, client_addr: addr, client_port: port };
+        if slots.len() <= conn as usize {
+            slots.resize(conn as usize + 1, slot);
+        }
+        slots[conn as usize] = slot;
+        self.work.push(ep);
+    }
+
+    /// The server side of `conn` is created by the client's SYN.
+    pub(crate) fn accept(&mut self, flow: u32, conn: u32, host: NodeId, syn: &Packet, key: u128) {
+        if !syn.flags.has(mpsim_core::TcpFlags::SYN) || syn.flags.has(mpsim_core::TcpFlags::ACK) {
+            return;
+        }
+        let f = &self.flows[flow as usize];
+        let Ok(c) = TcpConnection::accept(f.tcp, &f.spec.cc, syn) else { return };
+        let client_link = f.conns[conn as usize].client_ep;
+        let client_link = self.endpoints[client_link as usize].client_link;
+        let ep = self.endpoints.len() as u32;
+        self.endpoints.push(Endpoint {
+            kind: EpKind::Tcp(Box::new(c)),
+            host,
+            flow,
+            conn,
+            side: Side::Server,
+            generation: 0,
+            scheduled: None,
+            client_link,
+            retransmitted_bytes: 0,
+            delivered_bytes: 0,
+        });
+        self.demux.insert(key, Demux::Ep(ep));
+        self.flows[flow as usize].conns[conn as usize].server_ep = Some(ep);
+        self.work.push(ep);
+        self.drain_work();
+    }
+
+    fn send_datagram(&mut self, flow: u32, bytes: u32) {
+        let (addr, _) = self.client_addr(flow);
+        let f = &mut self.flows[flow as usize];
+        let (dst, dport, sport, client) = (f.server_addr, f.server_port, f.udp_port, f.client);
+        f.udp_sent_bytes += bytes as u64;
+        let key = demux_key(dst, dport, addr, sport);
+        self.demux.entry(key).or_insert(Demux::Udp { flow });
+        let pkt = Packet {
+            src: addr,
+            dst,
+            sport,
+            dport,
+            proto: Proto::Udp,
+            payload_bytes: bytes,
+            wire_bytes: bytes + UDP_HEADER_BYTES,
+            ..Default::default()
+        };
+        self.host_send(client, pkt);
+    }
+
+    // ----- link events and handover -----
+
+    pub(crate) fn on_link_event(&mut self, link: u32, index: u32) {
+        let ev = self.links[link as usize].events[index as usize].clone();
+        let dirs: &[u32] = match ev.direction {
+            crate::spec::Direction::Both => &[0, 1],
+            crate::spec::Direction::AToB => &[0],
+            crate::spec::Direction::BToA => &[1],
+        };
+        for &k in dirs {
+            let dir = 2 * link + k;
+            self.apply_dir_change(dir, &ev);
+        }
+        if ev.up == Some(false) {
+            self.on_link_down(LinkId(link));
+        }
+    }
+
+    fn apply_dir_change(&mut self, dir: u32, ev: &crate::spec::LinkEventSpec) {
+        let d = &mut self.dirs[dir as usize];
+        if let Some(bw) = ev.bandwidth_bps {
+            d.params.bandwidth_bps = bw.max(1);
+        }
+        if let Some(delay) = ev.delay_ps {
+            d.params.delay = SimDuration(delay);
+        }
+        if let Some(loss) = ev.loss {
+            d.params.loss = crate::build::loss_model(&loss);
+        }
+        if let Some(q) = ev.queue {
+            d.params.queue = crate::build::queue_limit(&q);
+        }
+        match ev.up {
+            Some(false) => {
+                for pid in d.go_down(self.now) {
+                    self.pool.take(pid);
+                }
+            }
+            Some(true) => d.go_up(),
+            None => {}
+        }
+        if ev.bandwidth_bps.is_some() || ev.delay_ps.is_some() {
+            self.retime(dir);
+        }
+    }
+
+    fn retime(&mut self, dir: u32) {
+        let d = &mut self.dirs[dir as usize];
+        if let Some(t) = d.retime(self.now) {
+            let generation = d.generation;
+            self.queue.push(t, Ev::Arrival { dir, generation });
+        }
+    }
+
+    pub(crate) fn on_trace_step(&mut self, dir: u32, index: u32) {
+        let Some(trace) = &self.traces_bw[dir as usize] else { return };
+        let (_, bw) = trace[index as usize];
+        let next = trace.get(index as usize + 1).map(|&(t, _)| t);
+        self.dirs[dir as usize].params.bandwidth_bps = bw.max(1);
+        self.retime(dir);
+        if let Some(t) = next {
+            self.queue.push(SimTime(t), Ev::TraceStep { dir, index: index + 1 });
+        }
+    }
+
+    fn on_link_down(&mut self, link: LinkId) {
+        for i in 0..self.flows.len() {
+            let f = &self.flows[i];
+            let Some(after) = f.spec.handover_after_down_ps else { continue };
+            if f.spec.transport != TransportSpec::Tcp || f.client_links[f.active].0 != link {
+                continue;
+            }
+            self.queue.push(self.now + SimDuration(after), Ev::Handover { flow: i as u32 });
+        }
+    }
+
+    /// Application-level handover: abort the connections on the dead
+    /// interface and reconnect through the next interface that is up.
+    pub(crate) fn on_handover(&mut self, flow: u32) {
+        let f = &self.flows[flow as usize];
+        let n = f.client_links.len();
+        let next = (1..=n).map(|k| (f.active + k) % n).find(|&i| {
+            let (link, side) = f.client_links[i];
+            self.dirs[(2 * link.0 + side) as usize].params.up
+        });
+        let Some(next) = next else { return };
+        let eps: Vec<u32> = f.conns.iter().flat_map(|s| [Some(s.client_ep), s.server_ep]).flatten().collect();
+        for ep in eps {
+            self.abort(ep);
+        }
+        self.flows[flow as usize].active = next;
+        self.app_input(flow, AppInput::Reconnect);
+    }
+
+    fn abort(&mut self, ep: u32) {
+        let e = &mut self.endpoints[ep as usize];
+        if let EpKind::Tcp(c) = &e.kind {
+            e.retransmitted_bytes = c.sf.stats.retransmitted_bytes;
+        }
+        e.kind = EpKind::Closed;
+        e.generation = e.generation.wrapping_add(1);
+        e.scheduled = None;
+    }
+}

@@ -1,0 +1,355 @@
+//! What a run leaves behind: time series sampled every `sample_interval`
+//! into column buffers (interfaces like ifstat, flows, subflows), request
+//! records, and the run summary of SCENARIO-FORMAT.md.
+
+use crate::flows::EpKind;
+use crate::sim::{Ev, Simulation};
+use crate::spec::{AppSpec, Spec, TransportSpec};
+use mpsim_core::{Packet, SimDuration, SimTime};
+use mpsim_net::NodeKind;
+use mpsim_proto::apps::Side;
+use mpsim_proto::AppEvent;
+use serde_json::{json, Map, Value};
+
+/// One column of a trace table.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Column {
+    F64(Vec<f64>),
+    I64(Vec<i64>),
+    Str(Vec<String>),
+}
+
+/// A table: named columns of equal length.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub columns: Vec<(String, Column)>,
+}
+
+/// Every trace table of a run, by name.
+pub type Traces = Vec<(String, Table)>;
+
+#[derive(Default)]
+struct IfaceCols {
+    time_s: Vec<f64>,
+    node: Vec<u32>,
+    link: Vec<u32>,
+    tx_bytes: Vec<i64>,
+    rx_bytes: Vec<i64>,
+    tx_bps: Vec<f64>,
+    rx_bps: Vec<f64>,
+}
+
+#[derive(Default)]
+struct FlowCols {
+    time_s: Vec<f64>,
+    flow: Vec<u32>,
+    bytes_delivered: Vec<i64>,
+    goodput_bps: Vec<f64>,
+}
+
+#[derive(Default)]
+struct SubflowCols {
+    time_s: Vec<f64>,
+    flow: Vec<u32>,
+    connection: Vec<i64>,
+    subflow: Vec<i64>,
+    side: Vec<&'static str>,
+    cwnd_bytes: Vec<f64>,
+    ssthresh_bytes: Vec<f64>,
+    srtt_s: Vec<f64>,
+    bytes_in_flight: Vec<i64>,
+    bytes_delivered: Vec<i64>,
+    retransmissions: Vec<i64>,
+}
+
+pub(crate) struct Sampler {
+    pub interval: SimDuration,
+    record_interfaces: bool,
+    record_subflows: bool,
+    pub scratch_packets: Vec<Packet>,
+    pub scratch_events: Vec<AppEvent>,
+    ifaces: IfaceCols,
+    last_iface: Vec<(u64, u64)>,
+    flows: FlowCols,
+    last_flow: Vec<u64>,
+    subflows: SubflowCols,
+    last_time: SimTime,
+}
+
+impl Sampler {
+    pub fn new(spec: &Spec) -> Self {
+        Sampler {
+            interval: SimDuration(spec.sample_interval_ps),
+            record_interfaces: spec.record.interfaces,
+            record_subflows: spec.record.subflows,
+            scratch_packets: Vec::new(),
+            scratch_events: Vec::new(),
+            ifaces: IfaceCols::default(),
+            last_iface: vec![(0, 0); spec.links.len() * 2],
+            flows: FlowCols::default(),
+            last_flow: vec![0; spec.flows.len()],
+            subflows: SubflowCols::default(),
+            last_time: SimTime::ZERO,
+        }
+    }
+}
+
+fn rate_bps(bytes: u64, dt_s: f64) -> f64 {
+    if dt_s > 0.0 {
+        bytes as f64 * 8.0 / dt_s
+    } else {
+        0.0
+    }
+}
+
+impl Simulation {
+    pub(crate) fn on_sample(&mut self) {
+        let dt_s = (self.now - self.sampler.last_time).as_secs_f64();
+        let t_s = self.now.as_secs_f64();
+        if self.sampler.record_interfaces {
+            self.sample_interfaces(t_s, dt_s);
+        }
+        self.sample_flows(t_s, dt_s);
+        if self.sampler.record_subflows {
+            self.sample_subflows(t_s);
+        }
+        self.sampler.last_time = self.now;
+        let next = self.now + self.sampler.interval;
+        if next <= self.end {
+            self.queue.push(next, Ev::Sample);
+        }
+    }
+
+    fn sample_interfaces(&mut self, t_s: f64, dt_s: f64) {
+        for (n, node) in self.nodes.iter().enumerate() {
+            if node.kind != NodeKind::Host {
+                continue;
+            }
+            for &(link, side) in &node.ifaces {
+                let out = (2 * link.0 + side) as usize;
+                let tx = self.dirs[out].stats.tx_bytes;
+                let rx = self.dirs[out ^ 1].stats.rx_bytes;
+                let (ltx, lrx) = self.sampler.last_iface[out];
+                self.sampler.last_iface[out] = (tx, rx);
+                let c = &mut self.sampler.ifaces;
+                c.time_s.push(t_s);
+                c.node.push(n as u32);
+                c.link.push(link.0);
+                c.tx_bytes.push((tx - ltx) as i64);
+                c.rx_bytes.push((rx - lrx) as i64);
+                c.tx_bps.push(rate_bps(tx - ltx, dt_s));
+                c.rx_bps.push(rate_bps(rx - lrx, dt_s));
+            }
+        }
+    }
+
+    fn sample_flows(&mut self, t_s: f64, dt_s: f64) {
+        for (i, f) in self.flows.iter().enumerate() {
+            let d = f.delivered_bytes;
+            let last = std::mem::replace(&mut self.sampler.last_flow[i], d);
+            let c = &mut self.sampler.flows;
+            c.time_s.push(t_s);
+            c.flow.push(i as u32);
+            c.bytes_delivered.push(d as i64);
+            c.goodput_bps.push(rate_bps(d - last, dt_s));
+        }
+    }
+
+    fn sample_subflows(&mut self, t_s: f64) {
+        for e in &self.endpoints {
+            let EpKind::Tcp(conn) = &e.kind else { continue };
+            let sf = &conn.sf;
+            if sf.stats.bytes_sent == 0 {
+                continue;
+            }
+            let cc = conn.cc();
+            let mss = sf.cfg.mss_bytes as f64;
+            let c = &mut self.sampler.subflows;
+            c.time_s.push(t_s);
+            c.flow.push(e.flow);
+            c.connection.push(e.conn as i64);
+            c.subflow.push(0);
+            c.side.push(if e.side == Side::Client { "client" } else { "server" });
+            c.cwnd_bytes.push(cc.cwnd_pkts * mss);
+            c.ssthresh_bytes.push((cc.ssthresh_pkts * mss).min(1e15));
+            c.srtt_s.push(sf.rtt.srtt.map_or(f64::NAN, |s| s.as_secs_f64()));
+            c.bytes_in_flight.push(sf.bytes_in_flight() as i64);
+            c.bytes_delivered.push(sf.stats.bytes_acked as i64);
+            c.retransmissions.push(sf.stats.retransmitted_segs as i64);
+        }
+    }
+
+    fn names<T: Copy>(&self, idx: &[T], f: impl Fn(T) -> String) -> Column {
+        Column::Str(idx.iter().map(|&i| f(i)).collect())
+    }
+
+    /// The trace tables, as columns.
+    pub fn traces(&self) -> Traces {
+        let s = &self.sampler;
+        let i = &s.ifaces;
+        let interfaces = Table {
+            columns: vec![
+                ("time_s".into(), Column::F64(i.time_s.clone())),
+                ("node".into(), self.names(&i.node, |n| self.nodes[n as usize].name.clone())),
+                ("interface".into(), self.names(&i.link, |l| self.links[l as usize].name.clone())),
+                ("tx_bytes".into(), Column::I64(i.tx_bytes.clone())),
+                ("rx_bytes".into(), Column::I64(i.rx_bytes.clone())),
+                ("tx_bps".into(), Column::F64(i.tx_bps.clone())),
+                ("rx_bps".into(), Column::F64(i.rx_bps.clone())),
+            ],
+        };
+        let f = &s.flows;
+        let flows = Table {
+            columns: vec![
+                ("time_s".into(), Column::F64(f.time_s.clone())),
+                ("flow".into(), self.names(&f.flow, |k| self.flows[k as usize].spec.name.clone())),
+                ("bytes_delivered".into(), Column::I64(f.bytes_delivered.clone())),
+                ("goodput_bps".into(), Column::F64(f.goodput_bps.clone())),
+            ],
+        };
+        let u = &s.subflows;
+        let subflows = Table {
+            columns: vec![
+                ("time_s".into(), Column::F64(u.time_s.clone())),
+                ("flow".into(), self.names(&u.flow, |k| self.flows[k as usize].spec.name.clone())),
+                ("connection".into(), Column::I64(u.connection.clone())),
+                ("subflow".into(), Column::I64(u.subflow.clone())),
+                ("side".into(), Column::Str(u.side.iter().map(|s| s.to_string()).collect())),
+                ("cwnd_bytes".into(), Column::F64(u.cwnd_bytes.clone())),
+                ("ssthresh_bytes".into(), Column::F64(u.ssthresh_bytes.clone())),
+                ("srtt_s".into(), Column::F64(u.srtt_s.clone())),
+                ("bytes_in_flight".into(), Column::I64(u.bytes_in_flight.clone())),
+                ("bytes_delivered".into(), Column::I64(u.bytes_delivered.clone())),
+                ("retransmissions".into(), Column::I64(u.retransmissions.clone())),
+            ],
+        };
+        vec![
+            ("interfaces".into(), interfaces),
+            ("flows".into(), flows),
+            ("subflows".into(), subflows),
+            ("requests".into(), self.requests_table()),
+        ]
+    }
+
+    fn requests_table(&self) -> Table {
+        let (mut flow, mut index, mut size, mut start, mut end) = (vec![], vec![], vec![], vec![], vec![]);
+        for f in &self.flows {
+            for &(i, sz, s, e) in &f.requests {
+                flow.push(f.spec.name.clone());
+                index.push(i as i64);
+                size.push(sz as i64);
+                start.push(s.as_secs_f64());
+                end.push(e.as_secs_f64());
+            }
+        }
+        Table {
+            columns: vec![
+                ("flow".into(), Column::Str(flow)),
+                ("index".into(), Column::I64(index)),
+                ("size_bytes".into(), Column::I64(size)),
+                ("start_s".into(), Column::F64(start)),
+                ("end_s".into(), Column::F64(end)),
+            ],
+        }
+    }
+
+    /// The run summary (SCENARIO-FORMAT.md), without `mpsim_version`.
+    pub fn summary(&self) -> Value {
+        let mut flows = Map::new();
+        for (i, _) in self.flows.iter().enumerate() {
+            let f = &self.flows[i];
+            flows.insert(f.spec.name.clone(), self.flow_summary(i));
+        }
+        let mut links = Map::new();
+        let dur_ps = self.now.as_ps().max(1) as f64;
+        for (l, link) in self.links.iter().enumerate() {
+            let dir = |d: usize| {
+                let s = &self.dirs[d].stats;
+                json!({
+                    "bytes": s.tx_bytes,
+                    "packets": s.tx_packets,
+                    "drops": s.queue_drops + s.loss_drops + s.down_drops,
+                    "queue_drops": s.queue_drops,
+                    "loss_drops": s.loss_drops,
+                    "utilization": (s.busy_ps as f64 / dur_ps).min(1.0),
+                })
+            };
+            links.insert(link.name.clone(), json!({"a_to_b": dir(2 * l), "b_to_a": dir(2 * l + 1)}));
+        }
+        json!({
+            "format": 1,
+            "scenario": self.name,
+            "seed": self.seed,
+            "sim_time_s": self.now.as_secs_f64(),
+            "wall_time_s": self.wall_s,
+            "events": self.events,
+            "packet_hops": self.packet_hops,
+            "flows": flows,
+            "links": links,
+        })
+    }
+
+    fn flow_summary(&self, i: usize) -> Value {
+        let f = &self.flows[i];
+        let start = f.start();
+        let until = f.completion.unwrap_or(self.now);
+        let dur_s = (until - start).as_secs_f64();
+        let goodput = rate_bps(f.delivered_bytes, dur_s);
+        let mut by_iface: Vec<(u32, u64, u64)> = Vec::new(); // (link, delivered, retransmitted)
+        let mut retx_total = 0;
+        for e in self.endpoints.iter().filter(|e| e.flow == i as u32) {
+            let (retx, delivered) = match &e.kind {
+                EpKind::Tcp(c) => (c.sf.stats.retransmitted_bytes, e.delivered_bytes),
+                EpKind::Closed => (e.retransmitted_bytes, e.delivered_bytes),
+            };
+            retx_total += retx;
+            let delivered = if e.side == f.receiver { delivered } else { 0 };
+            match by_iface.iter_mut().find(|x| x.0 == e.client_link.0) {
+                Some(x) => {
+                    x.1 += delivered;
+                    x.2 += retx;
+                }
+                None => by_iface.push((e.client_link.0, delivered, retx)),
+            }
+        }
+        by_iface.sort_by_key(|x| x.0);
+        let server_iface = self.links[f.server_link.index()].name.clone();
+        let subflows: Vec<Value> = by_iface
+            .iter()
+            .map(|&(l, d, r)| {
+                json!({
+                    "client_interface": self.links[l as usize].name,
+                    "server_interface": server_iface,
+                    "bytes_delivered": d,
+                    "goodput_bps": rate_bps(d, dur_s),
+                    "retransmitted_bytes": r,
+                })
+            })
+            .collect();
+        let requests: Vec<Value> = f
+            .requests
+            .iter()
+            .map(|&(_, sz, s, e)| json!({"size_bytes": sz, "start_s": s.as_secs_f64(), "end_s": e.as_secs_f64()}))
+            .collect();
+        let transport = match f.spec.transport {
+            TransportSpec::Tcp => "tcp",
+            TransportSpec::Udp => "udp",
+            TransportSpec::Mptcp => "mptcp",
+            TransportSpec::Cmt => "cmt",
+        };
+        let mut v = json!({
+            "transport": transport,
+            "cc": if f.spec.transport == TransportSpec::Udp { Value::Null } else { Value::from(f.spec.cc.clone()) },
+            "bytes_delivered": f.delivered_bytes,
+            "goodput_bps": goodput,
+            "completion_time_s": f.completion.map(|c| (c - start).as_secs_f64()),
+            "retransmitted_bytes": retx_total,
+            "subflows": subflows,
+            "requests": requests,
+        });
+        if matches!(f.spec.app, AppSpec::Cbr { .. }) || f.spec.transport == TransportSpec::Udp {
+            v["sent_bytes"] = json!(f.udp_sent_bytes);
+        }
+        v
+    }
+}

@@ -1,0 +1,287 @@
+//! The event loop and the packet path: hosts send through the interface
+//! owning the source address, switches forward by table, link directions
+//! deliver one packet per event, endpoints get one wakeup each (a later
+//! deadline keeps the earlier event; stale ones are skipped by generation).
+
+use crate::flows::{Demux, Endpoint, EpKind, Flow};
+use crate::report::Sampler;
+use mpsim_core::{Addr, EventQueue, LinkId, NodeId, Packet, PacketId, PacketPool, SimTime};
+use mpsim_net::{iface_of_addr, EnqueueOutcome, LinkDir, NodeKind, Routes, Topology};
+use rustc_hash::FxHashMap;
+
+/// A spec the engine cannot build (the front end catches most of these first).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("spec is not valid JSON for the engine: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Ev {
+    Arrival { dir: u32, generation: u32 },
+    Wakeup { ep: u32, generation: u32 },
+    LinkEvent { link: u32, index: u32 },
+    TraceStep { dir: u32, index: u32 },
+    Sample,
+    FlowStart { flow: u32 },
+    FlowStop { flow: u32 },
+    AppTimer { flow: u32, tag: u32 },
+    Handover { flow: u32 },
+}
+
+pub(crate) struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Host interfaces: (link, side) in link order.
+    pub ifaces: Vec<(LinkId, u32)>,
+}
+
+pub(crate) struct Link {
+    pub name: String,
+    pub a: NodeId,
+    pub b: NodeId,
+    pub events: Vec<crate::spec::LinkEventSpec>,
+}
+
+pub struct Simulation {
+    pub(crate) now: SimTime,
+    pub(crate) end: SimTime,
+    pub(crate) queue: EventQueue<Ev>,
+    pub(crate) pool: PacketPool,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) links: Vec<Link>,
+    pub(crate) dirs: Vec<LinkDir>,
+    pub(crate) traces_bw: Vec<Option<Vec<(u64, u64)>>>,
+    pub(crate) topo: Topology,
+    pub(crate) routes: Routes,
+    pub(crate) endpoints: Vec<Endpoint>,
+    pub(crate) demux: FxHashMap<u128, Demux>,
+    pub(crate) flows: Vec<Flow>,
+    pub(crate) work: Vec<u32>,
+    pub(crate) sampler: Sampler,
+    pub(crate) name: String,
+    pub(crate) seed: u64,
+    pub(crate) header_bytes: u32,
+    pub(crate) events: u64,
+    pub(crate) packet_hops: u64,
+    pub(crate) no_route_drops: u64,
+    pub(crate) wall_s: f64,
+    pub(crate) next_port: u16,
+}
+
+/// Demux key of a packet as its receiver sees it.
+pub(crate) fn demux_key(local: Addr, local_port: u16, remote: Addr, remote_port: u16) -> u128 {
+    ((local.0 as u128) << 96) | ((local_port as u128) << 80) | ((remote.0 as u128) << 16) | remote_port as u128
+}
+
+impl Simulation {
+    /// Builds the world from a JSON engine spec.
+    pub fn from_json(json: &str) -> Result<Simulation, BuildError> {
+        let spec = crate::spec::Spec::from_json(json)?;
+        Simulation::new(&spec)
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.now
+    }
+    pub fn end(&self) -> SimTime {
+        self.end
+    }
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+    pub fn packet_hops(&self) -> u64 {
+        self.packet_hops
+    }
+    pub fn is_done(&self) -> bool {
+        self.now >= self.end || self.queue.is_empty()
+    }
+
+    /// Runs every event up to `until` (and never past the end). Returns
+    /// true when the run is over.
+    pub fn run_until(&mut self, until: SimTime) -> bool {
+        let started = std::time::Instant::now();
+        let limit = until.min(self.end);
+        while let Some(t) = self.queue.peek_time() {
+            if t > limit {
+                break;
+            }
+            // The queue is non-empty: peek returned a time.
+            let Some((t, ev)) = self.queue.pop() else { break };
+            self.now = t;
+            self.events += 1;
+            self.dispatch(ev);
+        }
+        self.now = self.now.max(limit);
+        if self.queue.peek_time().is_none() {
+            self.now = self.end.max(self.now);
+        }
+        self.wall_s += started.elapsed().as_secs_f64();
+        self.is_done()
+    }
+
+    fn dispatch(&mut self, ev: Ev) {
+        match ev {
+            Ev::Arrival { dir, generation } => self.on_arrival(dir, generation),
+            Ev::Wakeup { ep, generation } => self.on_wakeup(ep, generation),
+            Ev::LinkEvent { link, index } => self.on_link_event(link, index),
+            Ev::TraceStep { dir, index } => self.on_trace_step(dir, index),
+            Ev::Sample => self.on_sample(),
+            Ev::FlowStart { flow } => self.on_flow_start(flow),
+            Ev::FlowStop { flow } => self.on_flow_stop(flow),
+            Ev::AppTimer { flow, tag } => self.on_app_timer(flow, tag),
+            Ev::Handover { flow } => self.on_handover(flow),
+        }
+    }
+
+    // ----- packet path -----
+
+    /// Node at the far end of direction `dir`.
+    pub(crate) fn dir_far_node(&self, dir: u32) -> NodeId {
+        let l = &self.links[(dir / 2) as usize];
+        if dir % 2 == 0 {
+            l.b
+        } else {
+            l.a
+        }
+    }
+
+    fn on_arrival(&mut self, dir: u32, generation: u32) {
+        let d = &mut self.dirs[dir as usize];
+        if d.generation != generation || d.in_flight() == 0 {
+            return;
+        }
+        let (pid, survived, next) = d.pop_arrival();
+        if let Some(t) = next {
+            self.queue.push(t, Ev::Arrival { dir, generation });
+        }
+        if !survived {
+            self.pool.take(pid);
+            return;
+        }
+        let node = self.dir_far_node(dir);
+        if self.nodes[node.index()].kind == NodeKind::Host {
+            let pkt = self.pool.take(pid);
+            self.host_receive(node, pkt);
+        } else {
+            self.forward(node, pid);
+        }
+    }
+
+    fn forward(&mut self, node: NodeId, pid: PacketId) {
+        let dst = self.pool.get(pid).dst;
+        match self.routes.next_dir(node, dst) {
+            Some(d) => self.transmit(d, pid),
+            None => {
+                self.no_route_drops += 1;
+                self.pool.take(pid);
+            }
+        }
+    }
+
+    pub(crate) fn transmit(&mut self, dir: u32, pid: PacketId) {
+        let wire = self.pool.get(pid).wire_bytes;
+        let d = &mut self.dirs[dir as usize];
+        match d.enqueue(self.now, pid, wire) {
+            EnqueueOutcome::Accepted { schedule } => {
+                self.packet_hops += 1;
+                if let Some(t) = schedule {
+                    let generation = d.generation;
+                    self.queue.push(t, Ev::Arrival { dir, generation });
+                }
+            }
+            EnqueueOutcome::Dropped => {
+                self.pool.take(pid);
+            }
+        }
+    }
+
+    /// A host sends `pkt` out of the interface that owns its source address.
+    pub(crate) fn host_send(&mut self, host: NodeId, pkt: Packet) {
+        let Some((link, side)) = iface_of_addr(pkt.src) else { return };
+        if link.index() >= self.links.len() || self.topo.end(link, side) != host {
+            return;
+        }
+        let dir = 2 * link.0 + side;
+        let pid = self.pool.alloc(pkt);
+        self.transmit(dir, pid);
+    }
+
+    fn host_receive(&mut self, host: NodeId, pkt: Packet) {
+        let ours = iface_of_addr(pkt.dst).is_some_and(|(l, s)| l.index() < self.links.len() && self.topo.end(l, s) == host);
+        if !ours {
+            return; // hosts do not forward
+        }
+        let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
+        match self.demux.get(&key).copied() {
+            Some(Demux::Ep(ep)) => {
+                if let EpKind::Tcp(c) = &mut self.endpoints[ep as usize].kind {
+                    c.handle_segment(self.now, &pkt);
+                    self.work.push(ep);
+                    self.drain_work();
+                }
+            }
+            Some(Demux::Pending { flow, conn }) => self.accept(flow, conn, host, &pkt, key),
+            Some(Demux::Udp { flow }) => self.flows[flow as usize].on_datagram(pkt.payload_bytes as u64, self.now),
+            None => {}
+        }
+    }
+
+    // ----- endpoints -----
+
+    fn on_wakeup(&mut self, ep: u32, generation: u32) {
+        let e = &mut self.endpoints[ep as usize];
+        if e.generation != generation {
+            return;
+        }
+        e.scheduled = None;
+        if let EpKind::Tcp(c) = &mut e.kind {
+            if c.poll_timeout().is_some_and(|t| t <= self.now) {
+                c.handle_timeout(self.now);
+            }
+        }
+        self.work.push(ep);
+        self.drain_work();
+    }
+
+    /// Services every endpoint queued in `work`: sends what it has, hands
+    /// its events to the application, and re-arms its wakeup.
+    pub(crate) fn drain_work(&mut self) {
+        while let Some(ep) = self.work.pop() {
+            self.service(ep);
+        }
+    }
+
+    fn service(&mut self, ep: u32) {
+        let now = self.now;
+        let e = &mut self.endpoints[ep as usize];
+        let host = e.host;
+        let EpKind::Tcp(c) = &mut e.kind else { return };
+        let mut out = std::mem::take(&mut self.sampler.scratch_packets);
+        while let Some(p) = c.poll_transmit(now) {
+            out.push(p);
+        }
+        let mut events = std::mem::take(&mut self.sampler.scratch_events);
+        while let Some(ev) = c.poll_event() {
+            events.push(ev);
+        }
+        let deadline = c.poll_timeout();
+        if let Some(t) = deadline {
+            if e.scheduled.is_none_or(|s| t < s) {
+                e.generation = e.generation.wrapping_add(1);
+                e.scheduled = Some(t);
+                self.queue.push(t.max(now), Ev::Wakeup { ep, generation: e.generation });
+            }
+        }
+        for p in out.drain(..) {
+            self.host_send(host, p);
+        }
+        self.sampler.scratch_packets = out;
+        for ev in events.drain(..) {
+            self.endpoint_event(ep, ev);
+        }
+        self.sampler.scratch_events = events;
+    }
+}

@@ -1,0 +1,201 @@
+//! The engine spec: the plain, unit-converted scenario that the Python
+//! front end validates and hands over (docs/engine-spec.md). Only shapes
+//! are checked here; cross-references are resolved when the world is built.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    pub name: String,
+    pub seed: u64,
+    pub duration_ps: u64,
+    pub sample_interval_ps: u64,
+    pub mss_bytes: u32,
+    pub header_bytes: u32,
+    pub nodes: Vec<NodeSpec>,
+    pub links: Vec<LinkSpec>,
+    pub flows: Vec<FlowSpec>,
+    #[serde(default)]
+    pub record: RecordSpec,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NodeKindSpec {
+    Host,
+    Switch,
+    Router,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    pub kind: NodeKindSpec,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "lowercase")]
+pub enum QueueSpec {
+    Packets(u32),
+    Bytes(u64),
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
+#[serde(tag = "model", rename_all = "lowercase", deny_unknown_fields)]
+pub enum LossSpec {
+    None,
+    Bernoulli { p: f64 },
+    Gilbert { p_good_bad: f64, p_bad_good: f64, #[serde(default)] loss_good: f64, loss_bad: f64 },
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkDirSpec {
+    pub bandwidth_bps: u64,
+    pub delay_ps: u64,
+    pub queue: QueueSpec,
+    pub loss: LossSpec,
+    #[serde(default)]
+    pub bandwidth_trace: Option<Vec<(u64, u64)>>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    #[default]
+    Both,
+    AToB,
+    BToA,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkEventSpec {
+    pub at_ps: u64,
+    #[serde(default)]
+    pub direction: Direction,
+    #[serde(default)]
+    pub up: Option<bool>,
+    #[serde(default)]
+    pub bandwidth_bps: Option<u64>,
+    #[serde(default)]
+    pub delay_ps: Option<u64>,
+    #[serde(default)]
+    pub loss: Option<LossSpec>,
+    #[serde(default)]
+    pub queue: Option<QueueSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkSpec {
+    pub name: String,
+    pub a: String,
+    pub b: String,
+    #[serde(default)]
+    pub strip_mptcp: bool,
+    pub a_to_b: LinkDirSpec,
+    pub b_to_a: LinkDirSpec,
+    #[serde(default)]
+    pub events: Vec<LinkEventSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum AppSpec {
+    Download { size_bytes: Option<u64> },
+    Upload { size_bytes: Option<u64> },
+    Http { sizes_bytes: Vec<u64>, repeat: u32, gap_ps: u64, new_connection: bool, request_bytes: u64 },
+    Cbr { rate_bps: u64, packet_bytes: u32 },
+    Onoff { on_ps: u64, off_ps: u64, inner: Box<AppSpec> },
+    Video { bitrate_bps: u64, chunk_ps: u64 },
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportSpec {
+    Tcp,
+    Udp,
+    Mptcp,
+    Cmt,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CcModeSpec {
+    #[default]
+    Reference,
+    Linux,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    pub name: String,
+    pub transport: TransportSpec,
+    pub client: String,
+    pub server: String,
+    pub app: AppSpec,
+    #[serde(default)]
+    pub start_ps: u64,
+    #[serde(default)]
+    pub stop_ps: Option<u64>,
+    #[serde(default = "default_cc")]
+    pub cc: String,
+    #[serde(default)]
+    pub cc_mode: CcModeSpec,
+    pub mss_bytes: u32,
+    pub rcvbuf_bytes: u64,
+    #[serde(default)]
+    pub sndbuf_bytes: Option<u64>,
+    #[serde(default = "default_true")]
+    pub sack: bool,
+    #[serde(default = "default_true")]
+    pub delayed_ack: bool,
+    #[serde(default = "default_delack")]
+    pub delayed_ack_ps: u64,
+    #[serde(default = "default_min_rto")]
+    pub min_rto_ps: u64,
+    #[serde(default = "default_iw")]
+    pub initial_cwnd_pkts: u32,
+    #[serde(default)]
+    pub client_interfaces: Option<Vec<String>>,
+    #[serde(default)]
+    pub handover_after_down_ps: Option<u64>,
+}
+
+fn default_cc() -> String {
+    "reno".into()
+}
+fn default_delack() -> u64 {
+    40_000_000_000
+}
+fn default_min_rto() -> u64 {
+    200_000_000_000
+}
+fn default_iw() -> u32 {
+    10
+}
+
+#[derive(Debug, Clone, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RecordSpec {
+    #[serde(default)]
+    pub interfaces: bool,
+    #[serde(default)]
+    pub subflows: bool,
+    #[serde(default)]
+    pub pcap: Vec<String>,
+}
+
+impl Spec {
+    pub fn from_json(s: &str) -> Result<Spec, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+}

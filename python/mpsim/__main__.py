@@ -1,0 +1,5 @@
+"""`python -m mpsim` is the `mpsim` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,273 @@
+"""The `mpsim` command: run, validate, plot, bench.
+
+Bad input on any command is one line on stderr, `FILE:LINE: KEY: message`,
+exit status 2, no traceback and no output folder. Human output (progress,
+tables) goes to stdout, or to stderr when `--summary -` claims stdout for
+the JSON summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from .errors import EngineMissingError, MpsimError, ScenarioError
+from .results import Results, atomic_write, summary_text
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="mpsim: packet-level simulation of TCP, MPTCP and CMT.",
+)
+
+BAD_INPUT = 2
+FAILED = 1
+PROGRESS_DELAY_S = 1.0
+
+SetOption = Annotated[
+    Optional[list[str]], typer.Option("--set", help="Override a key: --set simulation.duration=30s (repeatable).")
+]
+
+
+def _fail(message: str, code: int = BAD_INPUT) -> NoReturn:
+    # Plain write, not rich: rich would wrap a long message over several lines.
+    sys.stderr.write(" ".join(str(message).split()) + "\n")
+    raise typer.Exit(code)
+
+
+def _load(file: Path, overrides: list[str] | None, seed: int | None = None) -> Any:
+    from .runner import resolve_scenario
+
+    try:
+        return resolve_scenario(file, seed=seed, overrides=overrides or None)
+    except ScenarioError as exc:
+        _fail(str(exc))
+
+
+# ------------------------------------------------------------ run
+
+
+class _ProgressReporter:
+    """A progress callback that shows a rich bar only once the run has lasted a while."""
+
+    def __init__(self, console: Console, enabled: bool) -> None:
+        self.console = console
+        self.enabled = enabled
+        self.started = time.perf_counter()
+        self.progress: Progress | None = None
+        self.task: Any = None
+
+    def __call__(self, now_s: float, end_s: float) -> None:
+        if not self.enabled:
+            return
+        if self.progress is None:
+            if time.perf_counter() - self.started < PROGRESS_DELAY_S:
+                return
+            self.progress = Progress(
+                TextColumn("simulating"),
+                BarColumn(),
+                TextColumn("{task.completed:.1f} / {task.total:.1f} s"),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("run", total=end_s)
+        self.progress.update(self.task, completed=now_s, total=end_s)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _out_folder_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "scenario"
+
+
+@app.command("run")
+def run_command(
+    file: Annotated[Path, typer.Argument(help="Scenario file (.toml, .yaml).")],
+    seed: Annotated[Optional[int], typer.Option("--seed", help="Short for --set simulation.seed=N.")] = None,
+    set_: SetOption = None,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Write summary, Parquet tables (and plots) here.")] = None,
+    summary: Annotated[Optional[str], typer.Option("--summary", help="Write the JSON summary to PATH, or - for stdout.")] = None,
+    plot: Annotated[bool, typer.Option("--plot", help="Write PNG plots (into --out, else out/<scenario>).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+) -> None:
+    """Run a scenario and print a summary table."""
+    from .runner import run
+
+    scenario = _load(file, set_, seed)
+    human = Console(stderr=summary == "-")
+    reporter = _ProgressReporter(human, enabled=not quiet and human.is_terminal)
+    try:
+        results = run(scenario, progress=reporter)
+    except EngineMissingError as exc:
+        _fail(str(exc), FAILED)
+    except ValueError as exc:  # ScenarioError/EngineError, or the engine's own ValueError
+        _fail(str(exc))
+    finally:
+        reporter.close()
+    if out is not None or plot:
+        results.save(out if out is not None else Path("out") / _out_folder_name(scenario.name), plot=plot)
+    _write_summary(results, summary)
+    if not quiet:
+        print_summary(results, human)
+
+
+def _write_summary(results: Results, target: str | None) -> None:
+    if target is None:
+        return
+    text = summary_text(results.summary)
+    if target == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(target)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def _fmt_bytes(n: Any) -> str:
+    if not isinstance(n, (int, float)):
+        return "-"
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _fmt(value: Any, spec: str, scale: float = 1.0, suffix: str = "") -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "-"
+    return f"{value * scale:{spec}}{suffix}"
+
+
+def print_summary(results: Results, console: Console) -> None:
+    """The run summary as rich tables: one row per flow, one per link direction."""
+    s = results.summary
+    console.print(
+        f"[bold]{s.get('scenario')}[/bold]: {_fmt(s.get('sim_time_s'), '.1f', suffix=' s')} simulated in "
+        f"{_fmt(s.get('wall_time_s'), '.2f', suffix=' s')}, {_fmt(s.get('events'), ',')} events, "
+        f"{_fmt(s.get('packet_hops'), ',')} packet-hops"
+    )
+    flows = Table(title="Flows", title_justify="left")
+    for column in ("flow", "transport", "cc", "delivered", "goodput", "completion", "retransmitted"):
+        flows.add_column(column, justify="left" if column in ("flow", "transport", "cc") else "right")
+    for name, f in s.get("flows", {}).items():
+        flows.add_row(
+            name,
+            str(f.get("transport", "-")),
+            str(f.get("cc") or "-"),
+            _fmt_bytes(f.get("bytes_delivered")),
+            _fmt(f.get("goodput_bps"), ".3f", 1e-6, " Mbit/s"),
+            _fmt(f.get("completion_time_s"), ".2f", suffix=" s"),
+            _fmt_bytes(f.get("retransmitted_bytes")),
+        )
+    console.print(flows)
+    links = Table(title="Links", title_justify="left")
+    for column in ("link", "direction", "utilization", "drops", "bytes"):
+        links.add_column(column, justify="left" if column in ("link", "direction") else "right")
+    for name, directions in s.get("links", {}).items():
+        for direction, d in directions.items():
+            links.add_row(
+                name, direction, _fmt(d.get("utilization"), ".1f", 100, " %"),
+                _fmt(d.get("drops"), ","), _fmt_bytes(d.get("bytes")),
+            )  # fmt: skip
+    console.print(links)
+
+
+# ------------------------------------------------------------ validate, plot
+
+
+@app.command("validate")
+def validate_command(
+    file: Annotated[Path, typer.Argument(help="Scenario file (.toml, .yaml).")],
+    set_: SetOption = None,
+) -> None:
+    """Check a scenario file without running it."""
+    scenario = _load(file, set_)
+    sys.stdout.write(
+        f"{file}: ok ({len(scenario.nodes)} nodes, {len(scenario.links)} links, {len(scenario.flows)} flows)\n"
+    )
+
+
+@app.command("plot")
+def plot_command(
+    directory: Annotated[Path, typer.Argument(help="A run folder written by `mpsim run --out`.")],
+) -> None:
+    """Write PNG plots from a run folder into it."""
+    from .plot import plot_dir
+
+    try:
+        paths = plot_dir(directory)
+    except ValueError as exc:
+        _fail(str(exc))
+    for path in paths:
+        sys.stdout.write(f"{path}\n")
+    if not paths:
+        sys.stderr.write(f"{directory}: nothing to plot (no time series recorded)\n")
+
+
+# ------------------------------------------------------------ bench
+
+
+@app.command("bench")
+def bench_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Simulate 5 s per case instead of 60 s.")] = False,
+    case: Annotated[Optional[list[str]], typer.Option("--case", help="Run only this case (repeatable).")] = None,
+) -> None:
+    """Time the engine on a fixed suite, each case in its own process."""
+    from .bench import CASES, BenchError, case_named, run_case_subprocess
+
+    try:
+        names = [case_named(c).name for c in case] if case else [c.name for c in CASES]
+    except BenchError as exc:
+        _fail(str(exc))
+    console = Console(stderr=True)
+    rows = []
+    for name in names:
+        try:
+            with console.status(f"bench {name}", spinner="dots") if console.is_terminal else nullcontext():
+                rows.append(run_case_subprocess(name, quick=quick))
+        except MpsimError as exc:
+            _fail(str(exc), FAILED)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    _bench_table(rows, Console())
+
+
+def _bench_table(rows: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title="mpsim bench", title_justify="left")
+    columns = ("case", "sim s", "wall s", "events", "packet-hops", "hops/s", "events/s", "peak MiB")
+    for column in columns:
+        table.add_column(column, justify="left" if column == "case" else "right")
+    for r in rows:
+        table.add_row(
+            r["case"], _fmt(r["sim_time_s"], ".0f"), _fmt(r["wall_s"], ".2f"), _fmt(r["events"], ","),
+            _fmt(r["packet_hops"], ","), _fmt(r["packet_hops_per_s"], ".3g"), _fmt(r["events_per_s"], ".3g"),
+            _fmt(r["peak_memory_mib"], ".0f"),
+        )  # fmt: skip
+    console.print(table)
+
+
+def main() -> None:
+    """Console script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

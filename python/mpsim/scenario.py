@@ -199,7 +199,7 @@ class Link(_Model):
     """`[[link]]`: a full-duplex link between two nodes."""
 
     name: Name | None = None
-    between: tuple[Name, Name]
+    between: Annotated[list[Name], Field(min_length=2, max_length=2)]
     bandwidth_bps: RateBps | None = Field(None, alias="bandwidth")
     delay_ps: TimePs = Field(0, alias="delay")
     queue: QueueLimit = Field(default_factory=lambda: {"packets": 100})
@@ -514,8 +514,12 @@ def _first_error(source: _Source, problems: list[tuple[Loc, str]], applied: dict
 
 
 def pydantic_problems(exc: ValidationError) -> list[tuple[Loc, str]]:
-    """(key path, message) for each pydantic error, in plain words."""
-    return [(tuple(err["loc"]), _pydantic_message(err)) for err in exc.errors(include_url=False)]
+    """(key path, message) for each pydantic error, in plain words; unknown keys first.
+
+    A misspelt key is also a missing one: naming the misspelling is the useful error.
+    """
+    errors = sorted(exc.errors(include_url=False), key=lambda err: err["type"] != "extra_forbidden")
+    return [(tuple(err["loc"]), _pydantic_message(err)) for err in errors]
 
 
 _TYPE_WORDS = {

@@ -28,6 +28,9 @@ pub struct LinkDirParams {
     pub delay: SimDuration,
     pub queue: QueueLimit,
     pub loss: LossModel,
+    /// Extra delay drawn uniformly in [0, jitter) per packet, as netem's
+    /// jitter: packets may overtake each other (reordering).
+    pub jitter: SimDuration,
     pub up: bool,
 }
 
@@ -69,6 +72,12 @@ pub enum EnqueueOutcome {
     /// Accepted; if `schedule` is set the caller must schedule an arrival
     /// event at `arrival` (the pipe was empty before).
     Accepted { schedule: Option<SimTime> },
+    /// Accepted on a link with jitter: the packet travels on its own and
+    /// the caller schedules its delivery at the given time (for the
+    /// current generation).
+    Jittered { arrival: SimTime },
+    /// Serialised, then lost on the wire: the caller frees the packet.
+    LostOnWire,
     /// Dropped (queue full or link down): the caller frees the packet.
     Dropped,
 }
@@ -150,6 +159,14 @@ impl LinkDir {
         self.stats.tx_packets += 1;
         self.stats.busy_ps += tx.as_ps();
         let lost = self.params.loss.lose(&mut self.rng);
+        if self.params.jitter.as_ps() > 0 {
+            if lost {
+                self.stats.loss_drops += 1;
+                return EnqueueOutcome::LostOnWire;
+            }
+            let extra = SimDuration(self.rng.below(self.params.jitter.as_ps()));
+            return EnqueueOutcome::Jittered { arrival: tx_end + self.params.delay + extra };
+        }
         let arrival = (tx_end + self.params.delay).max(self.last_arrival());
         let was_empty = self.pipe.is_empty();
         self.pipe.push_back(InFlight { arrival, pid, wire_bytes, lost });
@@ -212,6 +229,11 @@ impl LinkDir {
         self.pipe.front().map(|f| f.arrival)
     }
 
+    /// A jittered packet reached the far end.
+    pub fn on_jittered_arrival(&mut self, wire_bytes: u32) {
+        self.stats.rx_bytes += wire_bytes as u64;
+    }
+
     pub fn in_flight(&self) -> usize {
         self.pipe.len()
     }
@@ -223,7 +245,7 @@ mod tests {
 
     fn dir(bw: u64, delay_ms: u64, q: QueueLimit) -> LinkDir {
         LinkDir::new(
-            LinkDirParams { bandwidth_bps: bw, delay: SimDuration::from_millis(delay_ms), queue: q, loss: LossModel::None, up: true },
+            LinkDirParams { bandwidth_bps: bw, delay: SimDuration::from_millis(delay_ms), queue: q, loss: LossModel::None, jitter: SimDuration::ZERO, up: true },
             SimRng::new(1, 1),
         )
     }
@@ -269,6 +291,20 @@ mod tests {
         assert_eq!(d.enqueue(SimTime(2), PacketId(9), 1000), EnqueueOutcome::Dropped);
         d.go_up();
         assert!(matches!(d.enqueue(SimTime(3), PacketId(9), 1000), EnqueueOutcome::Accepted { .. }));
+    }
+
+    #[test]
+    fn jitter_lets_packets_overtake_each_other() {
+        let mut d = dir(1_000_000_000, 1, QueueLimit::Packets(1000));
+        d.params.jitter = SimDuration::from_millis(5);
+        let arrivals: Vec<SimTime> = (0..50)
+            .map(|i| match d.enqueue(SimTime::ZERO, PacketId(i), 1000) {
+                EnqueueOutcome::Jittered { arrival } => arrival,
+                o => panic!("{o:?}"),
+            })
+            .collect();
+        assert!(arrivals.windows(2).any(|w| w[1] < w[0]));
+        assert!(arrivals.iter().all(|&a| a >= SimTime::ZERO + SimDuration::from_millis(1)));
     }
 
     #[test]

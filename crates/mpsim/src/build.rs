@@ -41,6 +41,7 @@ fn dir_params(d: &LinkDirSpec) -> LinkDirParams {
         delay: SimDuration(d.delay_ps),
         queue: queue_limit(&d.queue),
         loss: loss_model(&d.loss),
+        jitter: SimDuration(d.jitter_ps),
         up: true,
     }
 }

@@ -308,6 +308,9 @@ impl Simulation {
         if let Some(loss) = ev.loss {
             d.params.loss = crate::build::loss_model(&loss);
         }
+        if let Some(j) = ev.jitter_ps {
+            d.params.jitter = SimDuration(j);
+        }
         if let Some(q) = ev.queue {
             d.params.queue = crate::build::queue_limit(&q);
         }

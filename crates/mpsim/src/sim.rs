@@ -21,6 +21,8 @@ pub enum BuildError {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
     Arrival { dir: u32, generation: u32 },
+    /// A packet of a jittered link direction, travelling on its own.
+    Jittered { dir: u32, generation: u32, pid: PacketId },
     Wakeup { ep: u32, generation: u32 },
     LinkEvent { link: u32, index: u32 },
     TraceStep { dir: u32, index: u32 },
@@ -125,6 +127,7 @@ impl Simulation {
     fn dispatch(&mut self, ev: Ev) {
         match ev {
             Ev::Arrival { dir, generation } => self.on_arrival(dir, generation),
+            Ev::Jittered { dir, generation, pid } => self.on_jittered(dir, generation, pid),
             Ev::Wakeup { ep, generation } => self.on_wakeup(ep, generation),
             Ev::LinkEvent { link, index } => self.on_link_event(link, index),
             Ev::TraceStep { dir, index } => self.on_trace_step(dir, index),
@@ -161,6 +164,20 @@ impl Simulation {
             self.pool.take(pid);
             return;
         }
+        self.arrive(dir, pid);
+    }
+
+    fn on_jittered(&mut self, dir: u32, generation: u32, pid: PacketId) {
+        let d = &mut self.dirs[dir as usize];
+        if d.generation != generation {
+            self.pool.take(pid); // the link went down under it
+            return;
+        }
+        d.on_jittered_arrival(self.pool.get(pid).wire_bytes);
+        self.arrive(dir, pid);
+    }
+
+    fn arrive(&mut self, dir: u32, pid: PacketId) {
         let node = self.dir_far_node(dir);
         if self.nodes[node.index()].kind == NodeKind::Host {
             let pkt = self.pool.take(pid);
@@ -191,6 +208,15 @@ impl Simulation {
                     let generation = d.generation;
                     self.queue.push(t, Ev::Arrival { dir, generation });
                 }
+            }
+            EnqueueOutcome::Jittered { arrival } => {
+                self.packet_hops += 1;
+                let generation = d.generation;
+                self.queue.push(arrival, Ev::Jittered { dir, generation, pid });
+            }
+            EnqueueOutcome::LostOnWire => {
+                self.packet_hops += 1;
+                self.pool.take(pid);
             }
             EnqueueOutcome::Dropped => {
                 self.pool.take(pid);

@@ -57,6 +57,9 @@ pub struct LinkDirSpec {
     pub delay_ps: u64,
     pub queue: QueueSpec,
     pub loss: LossSpec,
+    /// Uniform extra delay per packet (reordering), picoseconds.
+    #[serde(default)]
+    pub jitter_ps: u64,
     #[serde(default)]
     pub bandwidth_trace: Option<Vec<(u64, u64)>>,
 }
@@ -86,6 +89,8 @@ pub struct LinkEventSpec {
     pub loss: Option<LossSpec>,
     #[serde(default)]
     pub queue: Option<QueueSpec>,
+    #[serde(default)]
+    pub jitter_ps: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

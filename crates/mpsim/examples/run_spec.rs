@@ -1,0 +1,26 @@
+//! Runs an engine spec (JSON file) and prints the summary: a debugging aid
+//! for the engine without Python.
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: run_spec SPEC.json");
+        std::process::exit(2);
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut sim = match mpsim::Simulation::from_json(&text) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{path}: {e}");
+            std::process::exit(2);
+        }
+    };
+    sim.run_until(mpsim::SimTime(u64::MAX));
+    let s = sim.summary();
+    println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+}

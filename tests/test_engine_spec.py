@@ -1,0 +1,95 @@
+"""The engine spec of docs/engine-spec.md: golden document and exact key sets."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from conftest import MINIMAL, ROOT, SCENARIOS, write
+from mpsim import load_scenario
+
+GOLDEN = ROOT / "tests" / "golden" / "dumbbell.spec.json"
+
+TOP_KEYS = ["name", "seed", "duration_ps", "sample_interval_ps", "mss_bytes", "header_bytes",
+            "nodes", "links", "flows", "record"]  # fmt: skip
+LINK_KEYS = ["name", "a", "b", "strip_mptcp", "a_to_b", "b_to_a", "events"]
+DIRECTION_KEYS = ["bandwidth_bps", "delay_ps", "queue", "loss", "bandwidth_trace"]
+EVENT_KEYS = ["at_ps", "direction", "up", "bandwidth_bps", "delay_ps", "loss", "queue"]
+FLOW_KEYS = ["name", "transport", "client", "server", "app", "start_ps", "stop_ps", "cc", "cc_mode",
+             "mss_bytes", "rcvbuf_bytes", "sndbuf_bytes", "sack", "delayed_ack", "delayed_ack_ps",
+             "min_rto_ps", "initial_cwnd_pkts", "client_interfaces", "handover_after_down_ps"]  # fmt: skip
+
+
+def test_dumbbell_spec_matches_the_golden_document():
+    spec = load_scenario(SCENARIOS / "dumbbell.toml").to_engine_spec()
+    if os.environ.get("MPSIM_UPDATE_GOLDEN"):
+        GOLDEN.write_text(json.dumps(spec, indent=2) + "\n")
+    assert spec == json.loads(GOLDEN.read_text())
+    # Key order too: the document is meant to be read next to engine-spec.md.
+    assert json.dumps(spec, indent=2) + "\n" == GOLDEN.read_text()
+
+
+def test_spec_keys_are_exactly_those_of_engine_spec_md():
+    spec = load_scenario(SCENARIOS / "two-path-tcp.toml").to_engine_spec()
+    assert list(spec) == TOP_KEYS
+    for link in spec["links"]:
+        assert list(link) == LINK_KEYS
+        assert list(link["a_to_b"]) == list(link["b_to_a"]) == DIRECTION_KEYS
+        for event in link["events"]:
+            assert list(event) == EVENT_KEYS
+    for flow in spec["flows"]:
+        assert list(flow) == FLOW_KEYS
+    assert list(spec["record"]) == ["interfaces", "subflows", "pcap"]
+
+
+def test_spec_is_plain_json_with_integers_in_base_units():
+    spec = load_scenario(SCENARIOS / "two-path-tcp.toml").to_engine_spec()
+    assert json.loads(json.dumps(spec)) == spec
+    wifi = spec["links"][0]
+    assert wifi["a_to_b"] == {
+        "bandwidth_bps": 4_000_000, "delay_ps": 10_000_000_000, "queue": {"packets": 50},
+        "loss": {"model": "none"}, "bandwidth_trace": None,
+    }  # fmt: skip
+    assert [(e["at_ps"], e["up"], e["direction"]) for e in wifi["events"]] == [
+        (30 * 10**12, False, "both"), (40 * 10**12, True, "both"),
+    ]  # fmt: skip
+    assert [f["client_interfaces"] for f in spec["flows"]] == [["wifi"], ["3g"]]
+
+
+def test_asymmetric_links_gilbert_loss_and_byte_queues(tmp_path):
+    text = MINIMAL.replace(
+        'delay = "5ms"',
+        'delay = "5ms"\nqueue = "64KB"\nloss = { model = "gilbert", p_good_bad = 0.01, p_bad_good = 0.3, loss_bad = 0.5 }\n'
+        '[link.b_to_a]\nbandwidth = "8Mbps"\nloss = 0.02\n[[link.events]]\nat = "2s"\nloss = 0.1\nqueue = "10pkt"',
+    )
+    link = load_scenario(write(tmp_path, "s.toml", text)).to_engine_spec()["links"][0]
+    assert link["a_to_b"]["bandwidth_bps"] == 10_000_000
+    assert link["b_to_a"]["bandwidth_bps"] == 8_000_000
+    assert link["a_to_b"]["queue"] == link["b_to_a"]["queue"] == {"bytes": 64_000}
+    assert link["a_to_b"]["loss"] == {"model": "gilbert", "p_good_bad": 0.01, "p_bad_good": 0.3,
+                                      "loss_good": 0.0, "loss_bad": 0.5}  # fmt: skip
+    assert link["b_to_a"]["loss"] == {"model": "bernoulli", "p": 0.02}
+    assert link["events"] == [{"at_ps": 2 * 10**12, "direction": "both", "up": None, "bandwidth_bps": None,
+                               "delay_ps": None, "loss": {"model": "bernoulli", "p": 0.1},
+                               "queue": {"packets": 10}}]  # fmt: skip
+
+
+def test_app_specs(tmp_path):
+    apps = {
+        'app = "upload"\nsize = "1MB"': {"kind": "upload", "size_bytes": 1_000_000},
+        'app = "video"\nbitrate = "2Mbps"': {"kind": "video", "bitrate_bps": 2_000_000, "chunk_ps": 4 * 10**12},
+        'transport = "udp"\napp = "cbr"\nrate = "0.5Mbps"': {"kind": "cbr", "rate_bps": 500_000, "packet_bytes": 1500},
+        'app = "onoff"\non = "5s"\noff = "10s"\nsize = "1MB"': {
+            "kind": "onoff", "on_ps": 5 * 10**12, "off_ps": 10 * 10**12,
+            "inner": {"kind": "download", "size_bytes": 1_000_000},
+        },
+    }  # fmt: skip
+    for keys, expected in apps.items():
+        text = MINIMAL.replace('server = "b"', f'server = "b"\n{keys}')
+        flow = load_scenario(write(tmp_path, "s.toml", text)).to_engine_spec()["flows"][0]
+        assert flow["app"] == expected
+
+
+def test_udp_flows_have_no_congestion_control(tmp_path):
+    text = MINIMAL.replace('server = "b"', 'server = "b"\ntransport = "udp"\napp = "cbr"\nrate = "1Mbps"')
+    assert load_scenario(write(tmp_path, "s.toml", text)).to_engine_spec()["flows"][0]["cc"] is None

@@ -46,7 +46,7 @@ class FakeSimulation:
         sim_s = self.now_ps / PS
         flows = {
             f["name"]: {
-                "transport": f["transport"], "cc": f["cc"],
+                "transport": f["transport"], "cc": f.get("cc"),
                 "bytes_delivered": 1000 * (i + 1), "goodput_bps": 8000 * (i + 1) / max(sim_s, 1e-9),
                 "completion_time_s": None, "retransmitted_bytes": 0,
                 "subflows": [], "requests": [],

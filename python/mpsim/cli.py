@@ -9,6 +9,7 @@ the JSON summary.
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 import re
 import sys
 import time

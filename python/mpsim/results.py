@@ -36,8 +36,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     ),
     "flows": pa.schema([("time_s", F64), ("flow", STR), ("bytes_delivered", I64), ("goodput_bps", F64)]),
     "subflows": pa.schema(
-        [("time_s", F64), ("flow", STR), ("connection", I64), ("subflow", I64),
-         ("cwnd_bytes", I64), ("ssthresh_bytes", I64), ("srtt_s", F64),
+        [("time_s", F64), ("flow", STR), ("connection", I64), ("subflow", I64), ("side", STR),
+         ("cwnd_bytes", F64), ("ssthresh_bytes", F64), ("srtt_s", F64),
          ("bytes_in_flight", I64), ("bytes_delivered", I64), ("retransmissions", I64)]
     ),
     "requests": pa.schema(

@@ -3,6 +3,11 @@
 Everything here is already validated; this module only fills defaults and
 lays the data out as the Rust side (`crates/mpsim/src/spec.rs`) reads it.
 Key order follows the document so the JSON is easy to compare by eye.
+
+The multipath flow keys (scheduler, path_manager, subflows, variant, rbuf)
+are validated in scenario.py but not sent yet: engine-spec.md has no place
+for them, and the engine rejects unknown keys. An mptcp or cmt flow reaches
+the engine as its transport alone, which the engine refuses by name.
 """
 
 from __future__ import annotations
@@ -99,14 +104,9 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
         "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
         "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
     }
-    # Multipath keys exist only on multipath flows, so tcp/udp flows match engine-spec.md exactly.
-    if flow.transport == "mptcp":
-        spec["scheduler"] = flow.scheduler or "default"
-        spec["path_manager"] = flow.path_manager or "fullmesh"
-        spec["subflows"] = flow.subflows if flow.subflows is not None else 1
-    if flow.transport == "cmt":
-        spec["variant"] = flow.variant or "cmt"
-        spec["rbuf_bytes"] = flow.rbuf_bytes if flow.rbuf_bytes is not None else spec["rcvbuf_bytes"]
+    if flow.transport == "udp":
+        # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
+        del spec["cc"]
     return spec
 
 

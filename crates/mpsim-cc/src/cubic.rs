@@ -12,7 +12,8 @@
 //! HyStart / HyStart++ is not modelled in either mode: slow start is the
 //! standard one of spec 1.5 (the spec makes HyStart++ optional).
 
-use mpsim_core::{SimDuration, SimTime, PS_PER_MS};
+use mpsim_core::time::PS_PER_MS;
+use mpsim_core::{SimDuration, SimTime};
 
 use crate::common::{linux_acked, linux_reno_ca, reset_slot, slot, slow_start};
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
@@ -342,7 +343,7 @@ mod tests {
     use super::*;
     use crate::test_support::{ack_at, ca_subflow, close, cwnd_trace};
 
-    const T0: SimTime = SimTime(10 * mpsim_core::PS_PER_S);
+    const T0: SimTime = SimTime(10 * mpsim_core::time::PS_PER_S);
 
     fn after_ms(ms: u64) -> SimTime {
         T0 + SimDuration::from_millis(ms)

@@ -8,11 +8,31 @@
 
 use mpsim_core::{SimDuration, SimTime};
 
+mod balia;
 mod common;
+mod coupled;
+mod cubic;
+mod ewtcp;
+mod lia;
+mod olia;
 mod reno;
+mod semicoupled;
+#[cfg(test)]
+mod test_support;
+mod vegas;
+mod wvegas;
 
+pub use balia::Balia;
 pub use common::{linux_reno_ca, slow_start};
+pub use coupled::Coupled;
+pub use cubic::Cubic;
+pub use ewtcp::Ewtcp;
+pub use lia::Lia;
+pub use olia::Olia;
 pub use reno::Reno;
+pub use semicoupled::{Aggressiveness, SemiCoupled};
+pub use vegas::{Vegas, VegasParams};
+pub use wvegas::WVegas;
 
 /// TCP congestion-avoidance state (Linux `ca_state`), spec 1.3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -163,29 +183,70 @@ pub enum CcError {
 /// the per-ACK call free of indirection.
 pub enum Controller {
     Reno(Reno),
+    Cubic(Cubic),
+    Vegas(Vegas),
+    Ewtcp(Ewtcp),
+    Coupled(Coupled),
+    SemiCoupled(SemiCoupled),
+    Lia(Lia),
+    Olia(Olia),
+    Balia(Balia),
+    WVegas(WVegas),
 }
 
 /// Names accepted for single-path TCP.
 pub const TCP_ALGORITHMS: &[&str] = &["reno", "cubic", "vegas"];
 
+/// Names accepted for MPTCP: the uncoupled Reno and CUBIC (one instance
+/// per subflow) and the multipath controllers.
+pub const MPTCP_ALGORITHMS: &[&str] =
+    &["reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
+
 impl Controller {
     /// Builds the controller `name` in `mode`.
     pub fn new(name: &str, mode: CcMode) -> Result<Controller, CcError> {
-        match name {
-            "reno" => Ok(Controller::Reno(Reno::new(mode))),
-            other => Err(CcError::Unknown(other.to_string())),
-        }
+        Ok(match name {
+            "reno" => Controller::Reno(Reno::new(mode)),
+            "cubic" => Controller::Cubic(Cubic::new(mode)),
+            "vegas" => Controller::Vegas(Vegas::new(mode)),
+            "ewtcp" => Controller::Ewtcp(Ewtcp::new(mode)),
+            "coupled" => Controller::Coupled(Coupled::new(mode)),
+            "semicoupled" => Controller::SemiCoupled(SemiCoupled::new(mode)),
+            "lia" => Controller::Lia(Lia::new(mode)),
+            "olia" => Controller::Olia(Olia::new(mode)),
+            "balia" => Controller::Balia(Balia::new(mode)),
+            "wvegas" => Controller::WVegas(WVegas::new(mode)),
+            other => return Err(CcError::Unknown(other.to_string())),
+        })
     }
 
     fn inner(&mut self) -> &mut dyn CongestionController {
         match self {
             Controller::Reno(c) => c,
+            Controller::Cubic(c) => c,
+            Controller::Vegas(c) => c,
+            Controller::Ewtcp(c) => c,
+            Controller::Coupled(c) => c,
+            Controller::SemiCoupled(c) => c,
+            Controller::Lia(c) => c,
+            Controller::Olia(c) => c,
+            Controller::Balia(c) => c,
+            Controller::WVegas(c) => c,
         }
     }
 
     fn inner_ref(&self) -> &dyn CongestionController {
         match self {
             Controller::Reno(c) => c,
+            Controller::Cubic(c) => c,
+            Controller::Vegas(c) => c,
+            Controller::Ewtcp(c) => c,
+            Controller::Coupled(c) => c,
+            Controller::SemiCoupled(c) => c,
+            Controller::Lia(c) => c,
+            Controller::Olia(c) => c,
+            Controller::Balia(c) => c,
+            Controller::WVegas(c) => c,
         }
     }
 }
@@ -217,5 +278,79 @@ impl CongestionController for Controller {
     }
     fn on_subflow_removed(&mut self, s: &[SubflowCc], r: usize) {
         self.inner().on_subflow_removed(s, r)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{ack, ca_subflow, cwnd_trace, example_pair};
+
+    const ALL: &[&str] =
+        &["reno", "cubic", "vegas", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
+
+    #[test]
+    fn every_name_builds_a_controller_that_reports_it() {
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for name in ALL {
+                let c = Controller::new(name, mode).map(|c| c.name());
+                assert_eq!(c, Ok(*name));
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_name_is_an_error_not_a_panic() {
+        assert_eq!(Controller::new("bbr", CcMode::Reference).err(), Some(CcError::Unknown("bbr".into())));
+    }
+
+    #[test]
+    fn name_lists_are_buildable_and_disjoint_where_expected() {
+        for name in TCP_ALGORITHMS.iter().chain(MPTCP_ALGORITHMS) {
+            assert!(Controller::new(name, CcMode::Reference).is_ok(), "{name}");
+        }
+        assert!(!MPTCP_ALGORITHMS.contains(&"vegas"));
+        assert!(MPTCP_ALGORITHMS.contains(&"wvegas"));
+        assert_eq!(TCP_ALGORITHMS, &["reno", "cubic", "vegas"]);
+    }
+
+    #[test]
+    fn every_controller_handles_an_unannounced_subflow_index() {
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for name in ALL {
+                let mut c = Controller::new(name, mode).unwrap_or_else(|e| panic!("{e}"));
+                let mut s = example_pair();
+                c.on_rtt_sample(&s, 1, mpsim_core::SimDuration::from_millis(200), mpsim_core::SimTime::ZERO);
+                c.on_ack(&mut s, 1, &ack(1.0));
+                c.on_state_change(&mut s, 1, CaState::Recovery);
+                let ss = c.ssthresh_on_loss(&s, 1);
+                assert!(ss >= 1.0, "{name}: ssthresh {ss}");
+                assert!(s[1].cwnd_pkts >= 1.0);
+            }
+        }
+    }
+
+    #[test]
+    fn out_of_range_index_is_ignored() {
+        for name in ALL {
+            let mut c = Controller::new(name, CcMode::Reference).unwrap_or_else(|e| panic!("{e}"));
+            let mut s = vec![ca_subflow(10.0, 50)];
+            c.on_ack(&mut s, 5, &ack(1.0));
+            c.on_state_change(&mut s, 5, CaState::Open);
+            assert!(c.ssthresh_on_loss(&s, 5) >= 1.0);
+            assert_eq!(s[0].cwnd_pkts, 10.0);
+        }
+    }
+
+    #[test]
+    fn every_controller_leaves_cwnd_at_one_after_rto() {
+        // cwnd_trace asserts cwnd == 1 right after on_rto.
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for name in ALL {
+                let mut c = Controller::new(name, mode).unwrap_or_else(|e| panic!("{e}"));
+                let trace = cwnd_trace(&mut c);
+                assert!(trace.iter().all(|w| *w >= 1.0 && w.is_finite()), "{name}");
+            }
+        }
     }
 }

@@ -7,6 +7,8 @@ mod flows;
 mod report;
 mod sim;
 pub mod spec;
+pub mod testbed;
+pub mod validation;
 
 pub use mpsim_core::SimTime;
 pub use report::{Table, Traces};

@@ -1,0 +1,148 @@
+//! Engine specs for the standard test networks, used by the validation
+//! experiments, the integration tests and the Rust benchmarks. (Python users
+//! build the same networks with `mpsim.topo`.)
+
+use serde_json::{json, Value};
+
+pub const PS_PER_MS: u64 = 1_000_000_000;
+pub const PS_PER_S: u64 = 1_000_000_000_000;
+
+/// Wire bytes of a full segment with the default MSS and headers.
+pub const FULL_FRAME_BYTES: u64 = 1448 + 66;
+
+/// Payload capacity of a link: rate x MSS / wire size of a full segment.
+pub fn payload_capacity_bps(bw_bps: u64) -> f64 {
+    bw_bps as f64 * 1448.0 / FULL_FRAME_BYTES as f64
+}
+
+/// Bandwidth-delay product in full frames for a round trip of `rtt_ms`.
+pub fn bdp_pkts(bw_bps: u64, rtt_ms: f64) -> u32 {
+    (bw_bps as f64 * rtt_ms / 1e3 / 8.0 / FULL_FRAME_BYTES as f64).ceil() as u32
+}
+
+pub fn dir(bw_bps: u64, delay_ms: f64, queue_pkts: u32, loss: Value) -> Value {
+    json!({"bandwidth_bps": bw_bps, "delay_ps": (delay_ms * PS_PER_MS as f64).round() as u64,
+           "queue": {"packets": queue_pkts}, "loss": loss, "bandwidth_trace": null})
+}
+
+pub fn link(name: &str, a: &str, b: &str, a_to_b: Value, b_to_a: Value) -> Value {
+    json!({"name": name, "a": a, "b": b, "a_to_b": a_to_b, "b_to_a": b_to_a, "events": []})
+}
+
+pub fn no_loss() -> Value {
+    json!({"model": "none"})
+}
+
+pub fn bernoulli(p: f64) -> Value {
+    json!({"model": "bernoulli", "p": p})
+}
+
+pub fn download(size_bytes: Option<u64>) -> Value {
+    json!({"kind": "download", "size_bytes": size_bytes})
+}
+
+/// `n` sender/receiver pairs around switches `s1`-`s2` joined by the
+/// bottleneck. Flow `fI` downloads from `sndI` to `rcvI`; data crosses the
+/// bottleneck a->b.
+#[derive(Clone, Debug)]
+pub struct Dumbbell {
+    pub n: usize,
+    pub bw_bps: u64,
+    /// One-way delay of the bottleneck.
+    pub delay_ms: f64,
+    pub queue_pkts: u32,
+    /// Loss on the data direction (a->b) of the bottleneck.
+    pub loss: Value,
+    /// One-way delay of each sender's access link (cycled); receivers' are 0.
+    pub access_delay_ms: Vec<f64>,
+    pub access_bw_bps: u64,
+    pub ccs: Vec<String>,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub sack: bool,
+    pub delayed_ack: bool,
+    pub record: bool,
+}
+
+impl Dumbbell {
+    pub fn new(n: usize, bw_bps: u64, delay_ms: f64, queue_pkts: u32) -> Self {
+        Dumbbell {
+            n,
+            bw_bps,
+            delay_ms,
+            queue_pkts,
+            loss: no_loss(),
+            access_delay_ms: vec![0.0],
+            access_bw_bps: bw_bps.saturating_mul(10),
+            ccs: vec!["reno".into()],
+            duration_s: 60.0,
+            seed: 1,
+            sack: true,
+            delayed_ack: true,
+            record: true,
+        }
+    }
+
+    pub fn spec(&self) -> Value {
+        let mut nodes = vec![json!({"name": "s1", "kind": "switch"}), json!({"name": "s2", "kind": "switch"})];
+        let bn = dir(self.bw_bps, self.delay_ms, self.queue_pkts, self.loss.clone());
+        let bn_rev = dir(self.bw_bps, self.delay_ms, self.queue_pkts, no_loss());
+        let mut links = vec![link("bottleneck", "s1", "s2", bn, bn_rev)];
+        let mut flows = vec![];
+        for i in 0..self.n {
+            let (snd, rcv) = (format!("snd{i}"), format!("rcv{i}"));
+            nodes.push(json!({"name": snd, "kind": "host"}));
+            nodes.push(json!({"name": rcv, "kind": "host"}));
+            let ad = self.access_delay_ms[i % self.access_delay_ms.len()];
+            let acc = dir(self.access_bw_bps, ad, 100_000, no_loss());
+            let fast = dir(self.access_bw_bps, 0.0, 100_000, no_loss());
+            links.push(link(&format!("a{i}"), &snd, "s1", acc.clone(), acc));
+            links.push(link(&format!("b{i}"), "s2", &rcv, fast.clone(), fast));
+            flows.push(json!({
+                "name": format!("f{i}"), "transport": "tcp", "client": rcv, "server": snd,
+                "app": download(None), "start_ps": 0, "cc": self.ccs[i % self.ccs.len()],
+                "mss_bytes": 1448, "rcvbuf_bytes": 64u64 << 20, "sack": self.sack,
+                "delayed_ack": self.delayed_ack, "delayed_ack_ps": 40 * PS_PER_MS,
+                "min_rto_ps": 200 * PS_PER_MS, "initial_cwnd_pkts": 10,
+            }));
+        }
+        json!({"name": "dumbbell", "seed": self.seed, "duration_ps": (self.duration_s * PS_PER_S as f64) as u64,
+               "sample_interval_ps": PS_PER_S, "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes,
+               "links": links, "flows": flows,
+               "record": {"interfaces": self.record, "subflows": self.record, "pcap": []}})
+    }
+}
+
+/// Runs a spec to its end; returns the simulation (for traces) and its summary.
+pub fn run(spec: &Value) -> Result<(crate::Simulation, Value), crate::BuildError> {
+    let mut sim = crate::Simulation::from_json(&spec.to_string())?;
+    sim.run_until(crate::SimTime(u64::MAX));
+    let summary = sim.summary();
+    Ok((sim, summary))
+}
+
+/// Jain's fairness index of `xs`.
+pub fn jain(xs: &[f64]) -> f64 {
+    let s: f64 = xs.iter().sum();
+    let s2: f64 = xs.iter().map(|x| x * x).sum();
+    if s2 == 0.0 {
+        return 1.0;
+    }
+    s * s / (xs.len() as f64 * s2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jain_index_of_equal_and_skewed_shares() {
+        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+        assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bdp_of_10mbps_and_40ms_is_34_frames() {
+        assert_eq!(bdp_pkts(10_000_000, 40.0), 34);
+    }
+}

@@ -10,8 +10,8 @@
 //! one increment), and the `cwnd <= ssthresh` slow-start test.
 
 use crate::common::{
-    coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_on_ack,
-    reno_ssthresh, reset_slot, slot, slow_start,
+    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le,
+    reno_on_ack, reno_ssthresh, reset_slot, slot,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -106,15 +106,9 @@ impl Balia {
     }
 
     fn on_ack_reference(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
+        let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, CcMode::Reference) else { return };
         let Some((x_r, x_max, x_sum)) = reference_rates(subflows, r) else { return };
         let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, CcMode::Reference);
-            if acked <= 0.0 {
-                return;
-            }
-        }
         // (x_r + x_max)(4·x_r + x_max) / (10 · w_r · (Σx)²) per packet
         let per_pkt = (x_r + x_max) * (4.0 * x_r + x_max) / (10.0 * s.cwnd_pkts * x_sum * x_sum);
         s.cwnd_pkts = (s.cwnd_pkts + acked * per_pkt).min(s.cwnd_clamp_pkts);

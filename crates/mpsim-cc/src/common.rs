@@ -44,6 +44,17 @@ pub fn linux_reno_ca(s: &mut SubflowCc, w: f64, acked: i64) {
     s.cwnd_pkts = s.cwnd_pkts.min(s.cwnd_clamp_pkts);
 }
 
+/// Runs slow start on `s` if it is in slow start and returns the packets
+/// left for congestion avoidance, `None` when nothing is left. Coupled sums
+/// must be taken after this, so they see the window slow start produced.
+pub(crate) fn after_slow_start(s: &mut SubflowCc, acked_pkts: f64, mode: CcMode) -> Option<f64> {
+    if !s.in_slow_start() {
+        return Some(acked_pkts);
+    }
+    let left = slow_start(s, acked_pkts, mode);
+    (left > 0.0).then_some(left)
+}
+
 /// Old-kernel slow start (Linux 3.14-3.19 `tcp_slow_start`), used by the
 /// controllers that test `cwnd <= ssthresh` in linux mode (spec 1.5). That
 /// kernel capped the window at `ssthresh + 1`, so an ACK arriving with

@@ -7,7 +7,7 @@
 //! with `w_total` as the window (one packet per `w_total` packets
 //! acknowledged) and an integer ssthresh.
 
-use crate::common::{linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, slow_start, w_total_pkts};
+use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, w_total_pkts};
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
 /// Smallest window a COUPLED decrease leaves, packets (spec 6; htsim floors
@@ -35,15 +35,9 @@ impl CongestionController for Coupled {
             reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
             return;
         }
+        let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, self.mode) else { return };
         let w_total = w_total_pkts(subflows);
         let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, self.mode);
-            if acked <= 0.0 {
-                return;
-            }
-        }
         match self.mode {
             // w_r += N / w_total
             CcMode::Reference => {

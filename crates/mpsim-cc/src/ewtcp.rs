@@ -6,7 +6,7 @@
 //! htsim's "COUPLED_TCP": Linux's Reno counter with the window multiplied by
 //! `n²`, i.e. one packet per `w·n²` packets acknowledged.
 
-use crate::common::{coupled, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, slow_start};
+use crate::common::{after_slow_start, coupled, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh};
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
 pub struct Ewtcp {
@@ -39,13 +39,7 @@ impl CongestionController for Ewtcp {
         }
         let inv_a = inverse_weight(subflows);
         let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, self.mode);
-            if acked <= 0.0 {
-                return;
-            }
-        }
+        let Some(acked) = after_slow_start(s, ack.acked_pkts, self.mode) else { return };
         match self.mode {
             // w += a·N / w
             CcMode::Reference => {

@@ -10,8 +10,8 @@
 //! (which reference mode must not copy).
 
 use crate::common::{
-    coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_on_ack,
-    reno_ssthresh, slow_start, w_total_pkts,
+    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le,
+    reno_on_ack, reno_ssthresh, w_total_pkts,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -36,17 +36,11 @@ impl Lia {
     }
 
     fn on_ack_reference(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
+        let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, CcMode::Reference) else { return };
         let (Some(alpha), w_total) = (reference_alpha(subflows), w_total_pkts(subflows)) else {
             return;
         };
         let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, CcMode::Reference);
-            if acked <= 0.0 {
-                return;
-            }
-        }
         // RFC 6356: N · min(α / w_total, 1 / w_r)
         let inc = acked * (alpha / w_total).min(1.0 / s.cwnd_pkts);
         s.cwnd_pkts = (s.cwnd_pkts + inc).min(s.cwnd_clamp_pkts);

@@ -9,7 +9,9 @@
 //! exact cross-multiplied best-path test in wrapping u64, 32-bit loss marks,
 //! and the guarded shift of the marks.
 
-use crate::common::{coupled, established_count, reno_on_ack, reno_ssthresh, slot, reset_slot, slow_start};
+use crate::common::{
+    after_slow_start, coupled, established_count, reno_on_ack, reno_ssthresh, reset_slot, slot, slow_start,
+};
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
 /// Linux `scale`: the counter and windows are scaled by 2^10.
@@ -88,20 +90,15 @@ impl Olia {
         if linux && (unchanged || st.rto_pending) {
             return;
         }
+        // Reference mode shifts on every loss event, progress or not.
         st.marks = Some([loss2, s.snd_una]);
     }
 
     fn on_ack_reference(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
+        let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, CcMode::Reference) else { return };
         let eps = self.reference_alpha(subflows, r);
         let rate_sum: f64 = coupled(subflows).map(|k| subflows[k].w_tilde() / subflows[k].srtt_s()).sum();
         let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, CcMode::Reference);
-            if acked <= 0.0 {
-                return;
-            }
-        }
         let (w, rtt) = (s.cwnd_pkts, s.srtt_s());
         // (w_r/rtt_r²) / (Σ w_k/rtt_k)² + α_r/w_r
         let per_pkt = (w / (rtt * rtt)) / (rate_sum * rate_sum) + eps / w;
@@ -134,7 +131,6 @@ impl Olia {
     }
 
     fn on_ack_linux(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        slot(&mut self.subs, r).rto_pending = false;
         if subflows[r].in_slow_start() {
             slow_start(&mut subflows[r], ack.acked_pkts, CcMode::Linux);
             return;
@@ -223,6 +219,8 @@ impl CongestionController for Olia {
             return;
         }
         self.sync_marks(subflows, r, ack.acked_bytes);
+        // New data acknowledged: any RTO retransmission is over.
+        slot(&mut self.subs, r).rto_pending = false;
         if !subflows[r].is_coupled() {
             reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
             return;
@@ -238,10 +236,13 @@ impl CongestionController for Olia {
     }
 
     fn on_rto(&mut self, subflows: &mut [SubflowCc], r: usize) {
-        // An RTO is a loss event for the ℓ bookkeeping (spec 9.1). Entering
-        // `Loss` is handled here, not in on_state_change, so that a
-        // transport that reports both does not shift twice.
-        self.shift_marks(subflows, r);
+        // Entering `Loss` is a loss event for the ℓ bookkeeping (spec 9.1).
+        // It is handled here, not in on_state_change, so that a transport
+        // reporting both does not shift twice; backed-off RTOs of the same
+        // episode (no ACK in between) do not shift again.
+        if !slot(&mut self.subs, r).rto_pending {
+            self.shift_marks(subflows, r);
+        }
         slot(&mut self.subs, r).rto_pending = true;
     }
 
@@ -266,7 +267,7 @@ mod tests {
     /// Section 9.4: `ℓ1 = ℓ2 = 100 kB` on both subflows.
     fn example() -> (Olia, Vec<SubflowCc>, Olia) {
         let mut s = example_pair();
-        let mut mk = |mode| {
+        let mk = |mode| {
             let mut c = Olia::new(mode);
             for k in 0..2 {
                 slot(&mut c.subs, k).marks = Some([0, 100_000]);
@@ -295,6 +296,15 @@ mod tests {
         let (mut c, mut s, _) = example();
         c.on_ack(&mut s, 1, &ack(1.0));
         assert!(close(s[1].cwnd_pkts - 20.0, -0.019444, 1e-6));
+    }
+
+    #[test]
+    fn olia_halves_on_loss() {
+        // Spec 12: 5 / 10.
+        let (mut c, s, mut lx) = example();
+        assert_eq!(c.ssthresh_on_loss(&s, 0), 5.0);
+        assert_eq!(c.ssthresh_on_loss(&s, 1), 10.0);
+        assert_eq!(lx.ssthresh_on_loss(&s, 1), 10.0);
     }
 
     #[test]
@@ -394,6 +404,21 @@ mod tests {
         c.on_rto(&mut s, 0);
         assert_eq!(s[0].cwnd_pkts, 1.0);
         assert_eq!(c.subs[0].marks, Some([0, 50_000]));
+    }
+
+    #[test]
+    fn backed_off_rtos_of_one_episode_shift_once() {
+        let mut s = example_pair();
+        let mut c = Olia::new(CcMode::Reference);
+        c.on_ack(&mut s, 0, &ack(1.0));
+        s[0].snd_una = 50_000;
+        c.on_rto(&mut s, 0);
+        c.on_rto(&mut s, 0);
+        assert_eq!(c.subs[0].marks, Some([0, 50_000]));
+        c.on_ack(&mut s, 0, &ack(1.0));
+        s[0].snd_una = 80_000;
+        c.on_rto(&mut s, 0);
+        assert_eq!(c.subs[0].marks, Some([50_000, 80_000]));
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! Not in Linux. Linux mode is an integer rendering: Linux's Reno counter
 //! with `w_total/a` (rounded) as the window and an integer ssthresh.
 
-use crate::common::{linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, slow_start, w_total_pkts};
+use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, w_total_pkts};
 use crate::lia::reference_alpha;
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
@@ -64,16 +64,10 @@ impl CongestionController for SemiCoupled {
             reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
             return;
         }
+        let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, self.mode) else { return };
         let a = self.a(subflows);
         let w_total = w_total_pkts(subflows);
         let s = &mut subflows[r];
-        let mut acked = ack.acked_pkts;
-        if s.in_slow_start() {
-            acked = slow_start(s, acked, self.mode);
-            if acked <= 0.0 {
-                return;
-            }
-        }
         match self.mode {
             // w_r += a·N / w_total
             CcMode::Reference => {

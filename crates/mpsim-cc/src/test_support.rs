@@ -49,15 +49,15 @@ enum Step {
 /// Slow start, fast recoveries, delayed (2-packet) ACKs and an RTO.
 fn script() -> Vec<Step> {
     let mut v = Vec::new();
-    v.extend(std::iter::repeat(Step::Ack(1.0)).take(20));
+    v.extend((0..20).map(|_| Step::Ack(1.0)));
     v.push(Step::Loss);
     v.extend((0..120).map(|i| Step::Ack(if i % 3 == 0 { 2.0 } else { 1.0 })));
     v.push(Step::Loss);
-    v.extend(std::iter::repeat(Step::Ack(1.0)).take(60));
+    v.extend((0..60).map(|_| Step::Ack(1.0)));
     v.push(Step::Rto);
-    v.extend(std::iter::repeat(Step::Ack(2.0)).take(40));
+    v.extend((0..40).map(|_| Step::Ack(2.0)));
     v.push(Step::Loss);
-    v.extend(std::iter::repeat(Step::Ack(1.0)).take(40));
+    v.extend((0..40).map(|_| Step::Ack(1.0)));
     v
 }
 

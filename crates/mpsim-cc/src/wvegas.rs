@@ -371,9 +371,9 @@ mod tests {
     fn single_subflow_wvegas_is_vegas_with_alpha_and_beta_ten() {
         let tens = VegasParams { alpha_pkts: 10.0, beta_pkts: 10.0, gamma_pkts: 1.0 };
         let rounds: Vec<&[u64]> = std::iter::once(&[40u64, 50, 60][..])
-            .chain(std::iter::repeat(&[45u64, 50, 55][..]).take(60))
-            .chain(std::iter::repeat(&[50u64, 55, 60][..]).take(30))
-            .chain(std::iter::repeat(&[40u64, 42, 44][..]).take(10))
+            .chain((0..60).map(|_| &[45u64, 50, 55][..]))
+            .chain((0..30).map(|_| &[50u64, 55, 60][..]))
+            .chain((0..10).map(|_| &[40u64, 42, 44][..]))
             .collect();
         let trace = |c: &mut dyn CongestionController| {
             let mut s = [ca_subflow(10.0, 40)];

@@ -83,14 +83,10 @@ impl Receiver {
 
     fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
         // Merge with every range that overlaps or touches [start, end).
-        let overlapping: Vec<(u64, u64)> = self
-            .ooo
-            .range(..=end)
-            .rev()
-            .take_while(|(_, &e)| e >= start)
-            .map(|(&s, &e)| (s, e))
-            .collect();
-        for (s, e) in overlapping {
+        while let Some((&s, &e)) = self.ooo.range(..=end).next_back() {
+            if e < start {
+                break;
+            }
             self.ooo.remove(&s);
             self.ooo_bytes -= e - s;
             start = start.min(s);

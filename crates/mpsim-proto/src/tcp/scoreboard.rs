@@ -49,6 +49,8 @@ pub struct Scoreboard {
     lost_mark: u64,
     /// No retransmission candidate lies below this sequence.
     rtx_hint: u64,
+    /// End of the highest SACKed segment (0 when none).
+    high_sacked: u64,
 }
 
 impl Scoreboard {
@@ -145,6 +147,7 @@ impl Scoreboard {
                 self.unmark(i);
                 self.segs[i].sacked = true;
                 self.sacked_bytes += s.len();
+                self.high_sacked = self.high_sacked.max(s.end);
                 newly += s.len();
             }
             i += 1;
@@ -177,7 +180,8 @@ impl Scoreboard {
             return None;
         }
         let mut count = 0;
-        for s in self.segs.iter().rev() {
+        let top = self.index_of(self.high_sacked.saturating_sub(1)).min(self.segs.len().saturating_sub(1));
+        for s in self.segs.range(..=top).rev() {
             if s.sacked {
                 count += 1;
                 if count >= n {

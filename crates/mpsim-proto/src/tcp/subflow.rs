@@ -593,7 +593,11 @@ impl Subflow {
         let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = (cc.me().cwnd_pkts * mss as f64) as u64;
         let pipe = self.sb.pipe_bytes();
-        let room = |len: u64| pipe + len <= cwnd_bytes.max(mss);
+        // RFC 3042 limited transmit (without SACK; with SACK the pipe
+        // already excludes SACKed segments): one new segment per dupACK.
+        let open = matches!(cc.me().ca_state, CaState::Open | CaState::Disorder);
+        let limited_transmit = if !self.cfg.sack && open { self.dupacks.min(2) as u64 * mss } else { 0 };
+        let room = |len: u64| pipe + len <= cwnd_bytes.max(mss) + limited_transmit;
         if let Some(seg) = self.sb.next_lost() {
             let forced = std::mem::take(&mut self.force_rtx);
             if forced || (self.cfg.sack || cc.me().ca_state == CaState::Loss) && room(seg.len()) {

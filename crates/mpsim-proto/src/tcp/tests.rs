@@ -230,3 +230,20 @@ fn download_direction_works_too() {
     assert_eq!(p.delivered_to_client, 50_000);
     assert!(p.client_events.contains(&AppEvent::PeerClosed));
 }
+
+#[test]
+fn newreno_limited_transmit_sends_new_data_on_the_first_dupacks() {
+    let cfg = TcpConfig { sack: false, delayed_ack: false, initial_cwnd_pkts: 3, ..Default::default() };
+    let mut p = upload(20 * 1448, cfg);
+    // Lose the first data segment: with a window of 3, only 2 dupACKs can
+    // come back, and limited transmit adds the segments that make them.
+    let mut dropped = false;
+    p.drop = Box::new(move |_, pk| {
+        let hit = !dropped && pk.payload_bytes > 0 && pk.seq == 1;
+        dropped |= hit;
+        hit
+    });
+    p.run_until(SimTime::from_secs_f64(5.0));
+    assert_eq!(p.delivered_to_server, 20 * 1448);
+    assert_eq!(p.client.sf.stats.timeouts, 0, "{:?}", p.client.sf.stats);
+}

@@ -65,7 +65,8 @@ class FakeSimulation:
     def traces(self) -> dict[str, dict[str, list]]:
         seconds = int(self.now_ps // PS)
         ifaces = [(lk["a"], lk["name"]) for lk in self.spec["links"]]
-        interfaces: dict[str, list] = {k: [] for k in ("time_s", "node", "interface", "tx_bytes", "rx_bytes", "tx_bps", "rx_bps")}
+        columns = ("time_s", "node", "interface", "tx_bytes", "rx_bytes", "tx_bps", "rx_bps")
+        interfaces: dict[str, list] = {k: [] for k in columns}
         for t in range(1, seconds + 1):
             for n, (node, iface) in enumerate(ifaces):
                 for key, value in (("time_s", float(t)), ("node", node), ("interface", iface),

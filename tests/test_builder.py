@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import SCENARIOS
 from mpsim import Network, ScenarioError, load_scenario
 
@@ -27,7 +26,8 @@ def dumbbell_by_hand(**link_units) -> Network:
 
 
 def test_builder_spec_equals_the_scenario_file():
-    assert dumbbell_by_hand().to_scenario().to_engine_spec() == load_scenario(SCENARIOS / "dumbbell.toml").to_engine_spec()
+    from_file = load_scenario(SCENARIOS / "dumbbell.toml").to_engine_spec()
+    assert dumbbell_by_hand().to_scenario().to_engine_spec() == from_file
 
 
 def test_builder_returns_names():

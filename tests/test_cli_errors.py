@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from conftest import ROOT, write
 from mpsim.cli import app
+from typer.testing import CliRunner
 
 runner = CliRunner()
 
@@ -144,6 +143,15 @@ def test_missing_file(tmp_path):
         assert_one_line_error(result, path, None, None, "no such file")
 
 
+def test_unusable_output_paths_are_refused_before_the_run(tmp_path):
+    (tmp_path / "file").write_text("")
+    path = str(ROOT / "scenarios" / "dumbbell.toml")
+    result = runner.invoke(app, ["run", path, "--out", str(tmp_path / "file")])
+    assert result.exit_code == 2 and "is not a folder" in result.stderr
+    result = runner.invoke(app, ["run", path, "--summary", str(tmp_path)])
+    assert result.exit_code == 2 and "is a folder" in result.stderr
+
+
 def test_plot_of_a_folder_that_is_not_a_run(tmp_path):
     result = runner.invoke(app, ["plot", str(tmp_path)])
     assert result.exit_code == 2
@@ -162,5 +170,6 @@ def test_real_process_prints_one_line_and_no_traceback(tmp_path, dumbbell_text):
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr == f"{path}:{line_of(text, '10Mbs')}: link[2].bandwidth: bad unit 'Mbs' in '10Mbs': expected bps, kbps, Mbps or Gbps\n"
+    message = "bad unit 'Mbs' in '10Mbs': expected bps, kbps, Mbps or Gbps"
+    assert proc.stderr == f"{path}:{line_of(text, '10Mbs')}: link[2].bandwidth: {message}\n"
     assert not (tmp_path / "o").exists()

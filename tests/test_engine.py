@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("mpsim._core")
 
-import mpsim  # noqa: E402
-from conftest import SCENARIOS  # noqa: E402
-from mpsim.bench import run_case_subprocess  # noqa: E402
+import mpsim
+from conftest import SCENARIOS
+from mpsim.bench import run_case_subprocess
 
 SHORT = {"simulation.duration": "5s"}
 

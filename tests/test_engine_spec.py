@@ -77,7 +77,8 @@ def test_asymmetric_links_gilbert_loss_and_byte_queues(tmp_path):
 def test_app_specs(tmp_path):
     apps = {
         'app = "upload"\nsize = "1MB"': {"kind": "upload", "size_bytes": 1_000_000},
-        'app = "video"\nbitrate = "2Mbps"': {"kind": "video", "bitrate_bps": 2_000_000, "chunk_ps": 4 * 10**12},
+        'app = "video"\nbitrate = "3Mbps"': {"kind": "video", "bitrate_bps": 3_000_000, "chunk_ps": 4 * 10**12},
+        'app = "video"': {"kind": "video", "bitrate_bps": 2_000_000, "chunk_ps": 4 * 10**12},
         'transport = "udp"\napp = "cbr"\nrate = "0.5Mbps"': {"kind": "cbr", "rate_bps": 500_000, "packet_bytes": 1500},
         'app = "onoff"\non = "5s"\noff = "10s"\nsize = "1MB"': {
             "kind": "onoff", "on_ps": 5 * 10**12, "off_ps": 10 * 10**12,

@@ -6,7 +6,6 @@ import json
 
 import pandas as pd
 import pytest
-
 from mpsim import Results
 from mpsim.errors import ResultsError
 from mpsim.results import SCHEMAS, atomic_dir
@@ -96,10 +95,9 @@ def test_from_dir_of_something_else(tmp_path):
 
 def test_a_failed_write_leaves_no_folder(tmp_path):
     target = tmp_path / "deep" / "out" / "run"
-    with pytest.raises(RuntimeError):
-        with atomic_dir(target) as tmp:
-            (tmp / "half.parquet").write_text("x")
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), atomic_dir(target) as tmp:
+        (tmp / "half.parquet").write_text("x")
+        raise RuntimeError("boom")
     assert not (tmp_path / "deep").exists()
     assert list(tmp_path.iterdir()) == []
 

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 
-import pytest
-from typer.testing import CliRunner
-
 import mpsim
+import pytest
 from conftest import MINIMAL, SCENARIOS, write
 from mpsim.cli import app
 from mpsim.runner import SUMMARY_KEYS
+from typer.testing import CliRunner
 
 runner = CliRunner()
 
 
 def test_run_slices_reports_progress_and_orders_the_summary(fake_core):
     seen = []
-    results = mpsim.run(SCENARIOS / "dumbbell.toml", set={"simulation.duration": "2s"}, progress=lambda now, end: seen.append((now, end)))
+    results = mpsim.run(
+        SCENARIOS / "dumbbell.toml", set={"simulation.duration": "2s"}, progress=lambda now, end: seen.append((now, end))
+    )
     assert list(results.summary)[: len(SUMMARY_KEYS)] == list(SUMMARY_KEYS)
     assert results.summary["mpsim_version"] == mpsim.__version__
     assert len(seen) == 200 and seen[-1] == (2.0, 2.0)
-    assert all(a[0] <= b[0] for a, b in zip(seen, seen[1:]))
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
     assert len(results.interfaces) == 2 * 5  # 2 samples x 5 links
     assert set(results.flows["flow"]) == {"reno", "cubic"}
 
@@ -58,7 +60,8 @@ def test_run_writes_out_when_asked(fake_core, tmp_path):
 
 
 def test_cli_summary_to_stdout_is_pure_json(fake_core):
-    result = runner.invoke(app, ["run", str(SCENARIOS / "dumbbell.toml"), "--set", "simulation.duration=2s", "--summary", "-"])
+    args = ["run", str(SCENARIOS / "dumbbell.toml"), "--set", "simulation.duration=2s", "--summary", "-"]
+    result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)
     assert list(summary)[: len(SUMMARY_KEYS)] == list(SUMMARY_KEYS)
@@ -76,13 +79,15 @@ def test_cli_table_summary_file_and_plots(fake_core, tmp_path, monkeypatch):
     assert "Flows" in result.stdout and "cubic" in result.stdout and "bottleneck" in result.stdout
     assert json.loads((tmp_path / "s" / "summary.json").read_text())["seed"] == 5
     out = tmp_path / "out" / "dumbbell"
-    assert sorted(p.name for p in out.glob("*.png")) == ["cwnd.png", "rtt.png", "throughput-flows.png", "throughput-interfaces.png"]
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert pngs == ["cwnd.png", "rtt.png", "throughput-flows.png", "throughput-interfaces.png"]
     plotted = runner.invoke(app, ["plot", str(out)])
     assert plotted.exit_code == 0 and plotted.stdout.count(".png") == 4
 
 
 def test_cli_quiet_prints_nothing(fake_core, tmp_path):
-    result = runner.invoke(app, ["run", str(SCENARIOS / "two-path-tcp.toml"), "--set", "simulation.duration=1s", "--quiet", "--out", str(tmp_path / "o")])
+    args = ["run", str(SCENARIOS / "two-path-tcp.toml"), "--set", "simulation.duration=1s", "--quiet"]
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "o")])
     assert result.exit_code == 0 and result.output == ""
     assert (tmp_path / "o" / "subflows.parquet").exists()
 

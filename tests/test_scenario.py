@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import MINIMAL, SCENARIOS, write
 from mpsim import ScenarioError, load_scenario
 from mpsim.locate import toml_lines
@@ -104,7 +103,6 @@ def test_yaml_equals_toml(tmp_path):
 
 def test_dumbbell_in_yaml_equals_toml(tmp_path):
     import yaml
-
     from mpsim._toml import tomllib
 
     data = tomllib.loads((SCENARIOS / "dumbbell.toml").read_text())
@@ -119,7 +117,8 @@ def test_yaml_errors_have_lines(tmp_path):
 
 
 def test_yaml_on_off_keys_are_not_booleans(tmp_path):
-    text = YAML.replace("    server: b\n", "    server: b\n    transport: udp\n    app: onoff\n    on: 1s\n    off: 2s\n    rate: 1Mbps\n")
+    onoff = "    transport: udp\n    app: onoff\n    on: 1s\n    off: 2s\n    rate: 1Mbps\n"
+    text = YAML.replace("    server: b\n", "    server: b\n" + onoff)
     app = load_scenario(write(tmp_path, "s.yaml", text)).to_engine_spec()["flows"][0]["app"]
     assert app == {"kind": "onoff", "on_ps": 10**12, "off_ps": 2 * 10**12,
                    "inner": {"kind": "cbr", "rate_bps": 10**6, "packet_bytes": 1500}}  # fmt: skip

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mpsim import Results
 from mpsim.bench import CASES, bdp_packets, case_named, dumbbell_bench
 from mpsim.errors import MpsimError

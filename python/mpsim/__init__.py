@@ -11,7 +11,13 @@ and the exceptions `MpsimError` and `ScenarioError`.
 from __future__ import annotations
 
 from ._version import __version__
-from .errors import EngineError, EngineMissingError, MpsimError, ResultsError, ScenarioError
+from .errors import (
+    EngineError,
+    EngineMissingError,
+    MpsimError,
+    ResultsError,
+    ScenarioError,
+)
 from .net import Network
 from .results import Results
 from .runner import run

@@ -218,7 +218,7 @@ class _Checker:
             self.add(("flow", i, "transport"), f"app 'cbr' needs transport = 'udp', not '{flow.transport}'")
         if flow.transport == "udp" and not cbr:
             self.add(("flow", i, "app"), "transport 'udp' carries only app = 'cbr' (or 'onoff' with on_app = 'cbr')")
-        needs = {"http": ["sizes"], "cbr": ["rate"], "onoff": ["on", "off"], "video": ["bitrate"]}.get(flow.app, [])
+        needs = {"http": ["sizes"], "cbr": ["rate"], "onoff": ["on", "off"]}.get(flow.app, [])
         if flow.app == "onoff" and cbr:
             needs = needs + ["rate"]
         keys = flow.keys_set()
@@ -281,7 +281,8 @@ class _Checker:
             return
         python_app = ctl.app.startswith("python:") and len(ctl.app.split(":")) == 3
         if ctl.app not in CONTROLLER_APPS and not python_app:
-            self.add(("controller", "app"), f"bad value {ctl.app!r}: expected {', '.join(CONTROLLER_APPS)} or python:module:Class")
+            expected = ", ".join(CONTROLLER_APPS)
+            self.add(("controller", "app"), f"bad value {ctl.app!r}: expected {expected} or python:module:Class")
         if ctl.thresholds is None:
             return
         if ctl.app != "mpsshetn":

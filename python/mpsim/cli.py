@@ -9,16 +9,22 @@ the JSON summary.
 from __future__ import annotations
 
 import json
-from contextlib import nullcontext
 import re
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from .errors import EngineMissingError, MpsimError, ScenarioError
@@ -36,7 +42,7 @@ FAILED = 1
 PROGRESS_DELAY_S = 1.0
 
 SetOption = Annotated[
-    Optional[list[str]], typer.Option("--set", help="Override a key: --set simulation.duration=30s (repeatable).")
+    list[str] | None, typer.Option("--set", help="Override a key: --set simulation.duration=30s (repeatable).")
 ]
 
 
@@ -84,12 +90,19 @@ class _ProgressReporter:
                 transient=True,
             )
             self.progress.start()
-            self.task = self.progress.add_task("run", total=end_s)
+            self.task = self.progress.add_task("run", total=end_s, completed=now_s)
         self.progress.update(self.task, completed=now_s, total=end_s)
 
     def close(self) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+def _console(stderr: bool = False) -> Console:
+    console = Console(stderr=stderr)
+    if not console.is_terminal:
+        console.width = 160  # rich assumes 80 columns when piped, which would cut names short
+    return console
 
 
 def _out_folder_name(name: str) -> str:
@@ -99,10 +112,12 @@ def _out_folder_name(name: str) -> str:
 @app.command("run")
 def run_command(
     file: Annotated[Path, typer.Argument(help="Scenario file (.toml, .yaml).")],
-    seed: Annotated[Optional[int], typer.Option("--seed", help="Short for --set simulation.seed=N.")] = None,
+    seed: Annotated[int | None, typer.Option("--seed", help="Short for --set simulation.seed=N.")] = None,
     set_: SetOption = None,
-    out: Annotated[Optional[Path], typer.Option("--out", help="Write summary, Parquet tables (and plots) here.")] = None,
-    summary: Annotated[Optional[str], typer.Option("--summary", help="Write the JSON summary to PATH, or - for stdout.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write summary, Parquet tables (and plots) here.")] = None,
+    summary: Annotated[
+        str | None, typer.Option("--summary", help="Write the JSON summary to PATH, or - for stdout.")
+    ] = None,
     plot: Annotated[bool, typer.Option("--plot", help="Write PNG plots (into --out, else out/<scenario>).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
 ) -> None:
@@ -110,7 +125,8 @@ def run_command(
     from .runner import run
 
     scenario = _load(file, set_, seed)
-    human = Console(stderr=summary == "-")
+    _check_targets(out, summary)
+    human = _console(stderr=summary == "-")
     reporter = _ProgressReporter(human, enabled=not quiet and human.is_terminal)
     try:
         results = run(scenario, progress=reporter)
@@ -125,6 +141,14 @@ def run_command(
     _write_summary(results, summary)
     if not quiet:
         print_summary(results, human)
+
+
+def _check_targets(out: Path | None, summary: str | None) -> None:
+    """Refuse unusable output paths before the run, not after it."""
+    if out is not None and out.exists() and not out.is_dir():
+        _fail(f"{out}: --out exists and is not a folder")
+    if summary not in (None, "-") and Path(summary).is_dir():
+        _fail(f"{summary}: --summary is a folder, expected a file path")
 
 
 def _write_summary(results: Results, target: str | None) -> None:
@@ -152,7 +176,9 @@ def _fmt_bytes(n: Any) -> str:
 def _fmt(value: Any, spec: str, scale: float = 1.0, suffix: str = "") -> str:
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
-    return f"{value * scale:{spec}}{suffix}"
+    if scale != 1.0:  # keep integers integral: 77,098 and not 77,098.0
+        value = value * scale
+    return f"{value:{spec}}{suffix}"
 
 
 def print_summary(results: Results, console: Console) -> None:
@@ -164,26 +190,26 @@ def print_summary(results: Results, console: Console) -> None:
         f"{_fmt(s.get('packet_hops'), ',')} packet-hops"
     )
     flows = Table(title="Flows", title_justify="left")
-    for column in ("flow", "transport", "cc", "delivered", "goodput", "completion", "retransmitted"):
-        flows.add_column(column, justify="left" if column in ("flow", "transport", "cc") else "right")
+    for column in ("flow", "transport", "cc", "delivered", "goodput Mbit/s", "done s", "retx"):
+        flows.add_column(column, justify="left" if column in ("flow", "transport", "cc") else "right", no_wrap=True)
     for name, f in s.get("flows", {}).items():
         flows.add_row(
             name,
             str(f.get("transport", "-")),
             str(f.get("cc") or "-"),
             _fmt_bytes(f.get("bytes_delivered")),
-            _fmt(f.get("goodput_bps"), ".3f", 1e-6, " Mbit/s"),
-            _fmt(f.get("completion_time_s"), ".2f", suffix=" s"),
+            _fmt(f.get("goodput_bps"), ".3f", 1e-6),
+            _fmt(f.get("completion_time_s"), ".2f"),
             _fmt_bytes(f.get("retransmitted_bytes")),
         )
     console.print(flows)
     links = Table(title="Links", title_justify="left")
-    for column in ("link", "direction", "utilization", "drops", "bytes"):
-        links.add_column(column, justify="left" if column in ("link", "direction") else "right")
+    for column in ("link", "direction", "utilization %", "drops", "bytes"):
+        links.add_column(column, justify="left" if column in ("link", "direction") else "right", no_wrap=True)
     for name, directions in s.get("links", {}).items():
         for direction, d in directions.items():
             links.add_row(
-                name, direction, _fmt(d.get("utilization"), ".1f", 100, " %"),
+                name, direction, _fmt(d.get("utilization"), ".1f", 100),
                 _fmt(d.get("drops"), ","), _fmt_bytes(d.get("bytes")),
             )  # fmt: skip
     console.print(links)
@@ -228,7 +254,7 @@ def plot_command(
 def bench_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="Simulate 5 s per case instead of 60 s.")] = False,
-    case: Annotated[Optional[list[str]], typer.Option("--case", help="Run only this case (repeatable).")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
 ) -> None:
     """Time the engine on a fixed suite, each case in its own process."""
     from .bench import CASES, BenchError, case_named, run_case_subprocess
@@ -248,7 +274,7 @@ def bench_command(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    _bench_table(rows, Console())
+    _bench_table(rows, _console())
 
 
 def _bench_table(rows: list[dict[str, Any]], console: Console) -> None:

@@ -66,10 +66,21 @@ def _flows(results: Results, ax: Axes) -> None:
 
 
 def _subflow_groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    several_connections = bool(len(df)) and df["connection"].nunique() > 1
+    """One series per (flow, connection, subflow, side), labelled as briefly as is unambiguous."""
+    keys = ["flow", "connection", "subflow"]
+    if "side" in df.columns and df["side"].notna().any():
+        keys.append("side")  # both ends send data in some apps (http requests, uploads)
+    several = {k: bool(len(df)) and df[k].nunique() > 1 for k in keys}
     groups = []
-    for (flow, conn, sub), rows in df.groupby(["flow", "connection", "subflow"], sort=True):
-        label = f"{flow} c{conn} sf{sub}" if several_connections else f"{flow} sf{sub}"
+    for values, rows in df.groupby(keys, sort=True):
+        parts = dict(zip(keys, values, strict=True))
+        label = str(parts["flow"])
+        if several["connection"]:
+            label += f" c{parts['connection']}"
+        if several["subflow"]:
+            label += f" sf{parts['subflow']}"
+        if several.get("side"):
+            label += f" ({parts['side']})"
         groups.append((label, rows.sort_values("time_s")))
     return groups
 

@@ -120,8 +120,9 @@ class Results:
         directory = Path(directory)
         with atomic_dir(directory) as target:
             for name, table in self._tables.items():
-                atomic_write(target / f"{name}.parquet", lambda tmp, t=table: pq.write_table(t, tmp, **_PARQUET_OPTIONS))
-            atomic_write(target / SUMMARY_FILE, lambda tmp: tmp.write_text(summary_text(self.summary), encoding="utf-8"))
+                atomic_write(target / f"{name}.parquet", lambda tmp, t=table: _write_parquet(t, tmp))
+            text = summary_text(self.summary)
+            atomic_write(target / SUMMARY_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
             if plot:
                 from .plot import plot_results
 
@@ -149,6 +150,10 @@ class Results:
             except (OSError, pa.ArrowException) as exc:
                 raise ResultsError(f"{path}: cannot read: {exc}") from None
         return cls(summary, traces)
+
+
+def _write_parquet(table: pa.Table, path: Path) -> None:
+    pq.write_table(table, path, **_PARQUET_OPTIONS)
 
 
 def summary_text(summary: Mapping[str, Any]) -> str:

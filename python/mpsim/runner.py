@@ -35,7 +35,7 @@ def run(
     scenario_or_path: Scenario | Network | str | os.PathLike[str],
     *,
     seed: int | None = None,
-    set: Overrides = None,  # noqa: A002 - the documented keyword, as `--set` on the CLI
+    set: Overrides = None,
     out: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
 ) -> Results:

@@ -36,7 +36,16 @@ from . import overrides as ov
 from . import units
 from ._toml import tomllib
 from .errors import ScenarioError
-from .locate import DuplicateKey, LineMap, Loc, YamlLoader, format_loc, lookup_line, toml_lines, yaml_lines
+from .locate import (
+    DuplicateKey,
+    LineMap,
+    Loc,
+    YamlLoader,
+    format_loc,
+    lookup_line,
+    toml_lines,
+    yaml_lines,
+)
 
 FORMAT_VERSION = 1
 DEFAULT_RCVBUF_BYTES = 6291456  # Linux tcp_rmem max
@@ -364,7 +373,7 @@ class Scenario(_Model):
 
     def with_overrides(self, overrides: dict[str, Any] | list[str] | None) -> Scenario:
         """A new scenario: this one's data with more `--set`-style overrides applied."""
-        return _build(self._raw, self._source, self._overrides + ov.normalize(overrides))
+        return _build(self._raw, self._source, self._overrides + _normalize(overrides, self._source))
 
     def to_engine_spec(self) -> dict[str, Any]:
         """The plain JSON document of docs/engine-spec.md."""
@@ -449,7 +458,7 @@ def _read_toml(text: str, path: Path) -> tuple[dict, LineMap]:
 def _read_yaml(text: str, path: Path) -> tuple[dict, LineMap]:
     try:
         node = yaml.compose(text, Loader=YamlLoader)
-        data = yaml.load(text, Loader=YamlLoader)  # noqa: S506 - YamlLoader is a SafeLoader
+        data = yaml.load(text, Loader=YamlLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -460,7 +469,8 @@ def _read_yaml(text: str, path: Path) -> tuple[dict, LineMap]:
     try:
         lines = yaml_lines(node)
     except DuplicateKey as exc:
-        raise ScenarioError(f"duplicate key '{exc.loc[-1]}'", file=path, line=exc.line, key=format_loc(exc.loc)) from None
+        key = format_loc(exc.loc)
+        raise ScenarioError(f"duplicate key '{exc.loc[-1]}'", file=path, line=exc.line, key=key) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -18,6 +18,7 @@ from .scenario import Flow, Link, Scenario
 
 HTTP_DEFAULT_REQUEST_BYTES = 100
 CBR_DEFAULT_PACKET_BYTES = 1500
+VIDEO_DEFAULT_BITRATE_BPS = 2_000_000
 VIDEO_DEFAULT_CHUNK_PS = 4 * 10**12
 
 
@@ -131,7 +132,7 @@ def app_spec(flow: Flow) -> dict[str, Any]:
         return {"kind": "onoff", "on_ps": flow.on_ps, "off_ps": flow.off_ps, "inner": inner_spec}
     return {
         "kind": "video",
-        "bitrate_bps": flow.bitrate_bps,
+        "bitrate_bps": flow.bitrate_bps if flow.bitrate_bps is not None else VIDEO_DEFAULT_BITRATE_BPS,
         "chunk_ps": flow.chunk_ps if flow.chunk_ps is not None else VIDEO_DEFAULT_CHUNK_PS,
     }
 

@@ -8,6 +8,7 @@ links stay distinct, keyed by link name) for path questions such as
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,7 +65,7 @@ def two_path(
     net.add_host("client")
     net.add_router("router")
     net.add_host("server")
-    for link_name, link_bw, link_delay in zip(names, bw, delay):
+    for link_name, link_bw, link_delay in zip(names, bw, delay, strict=True):
         net.add_link("client", "router", bw=link_bw, delay=link_delay, queue=queue, name=link_name)
     net.add_link("router", "server", bw=wan_bw, delay=wan_delay, queue=queue, name="wan")
     return net
@@ -123,7 +124,7 @@ def path_bandwidth(g: nx.Graph, path: Sequence[str]) -> int:
     """The bottleneck bandwidth of a node path, in bit/s (the fastest of parallel links per hop)."""
     if len(path) < 2:
         raise ValueError("a path needs at least two nodes")
-    return min(_hop_bandwidth(g, u, v) for u, v in zip(path, path[1:]))
+    return min(_hop_bandwidth(g, u, v) for u, v in itertools.pairwise(path))
 
 
 def _hop_bandwidth(g: nx.Graph, u: str, v: str) -> int:

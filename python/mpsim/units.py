@@ -8,11 +8,9 @@ is 200000 bit/s and not 199999.99.
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation, ROUND_HALF_EVEN
-from typing import Union
-
-Number = Union[int, float]
+from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 
 PS_PER_S = 10**12
 
@@ -42,7 +40,7 @@ def _split(value: object, what: str) -> tuple[Decimal, str | None]:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise UnitError(f"expected a {what}, got {value!r}")
     if isinstance(value, (int, float)):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             raise UnitError(f"expected a finite {what}, got {value!r}")
         # str() of a float is its shortest round-trip form: 0.1 -> "0.1".
         return Decimal(str(value)), None

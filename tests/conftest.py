@@ -16,7 +16,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "scenarios"
-sys.path.insert(0, str(ROOT / "python"))  # run without `pip install -e .` (the engine may not be built)
+try:  # the installed package, with its compiled engine, is what users run
+    import mpsim._core  # noqa: F401
+except ImportError:  # no build yet: test the front end from the source tree
+    sys.path.insert(0, str(ROOT / "python"))
 
 PS = 10**12
 

@@ -13,8 +13,8 @@ GOLDEN = ROOT / "tests" / "golden" / "dumbbell.spec.json"
 TOP_KEYS = ["name", "seed", "duration_ps", "sample_interval_ps", "mss_bytes", "header_bytes",
             "nodes", "links", "flows", "record"]  # fmt: skip
 LINK_KEYS = ["name", "a", "b", "strip_mptcp", "a_to_b", "b_to_a", "events"]
-DIRECTION_KEYS = ["bandwidth_bps", "delay_ps", "queue", "loss", "bandwidth_trace"]
-EVENT_KEYS = ["at_ps", "direction", "up", "bandwidth_bps", "delay_ps", "loss", "queue"]
+DIRECTION_KEYS = ["bandwidth_bps", "delay_ps", "queue", "loss", "jitter_ps", "bandwidth_trace"]
+EVENT_KEYS = ["at_ps", "direction", "up", "bandwidth_bps", "delay_ps", "loss", "queue", "jitter_ps"]
 FLOW_KEYS = ["name", "transport", "client", "server", "app", "start_ps", "stop_ps", "cc", "cc_mode",
              "mss_bytes", "rcvbuf_bytes", "sndbuf_bytes", "sack", "delayed_ack", "delayed_ack_ps",
              "min_rto_ps", "initial_cwnd_pkts", "client_interfaces", "handover_after_down_ps"]  # fmt: skip
@@ -48,7 +48,7 @@ def test_spec_is_plain_json_with_integers_in_base_units():
     wifi = spec["links"][0]
     assert wifi["a_to_b"] == {
         "bandwidth_bps": 4_000_000, "delay_ps": 10_000_000_000, "queue": {"packets": 50},
-        "loss": {"model": "none"}, "bandwidth_trace": None,
+        "loss": {"model": "none"}, "jitter_ps": 0, "bandwidth_trace": None,
     }  # fmt: skip
     assert [(e["at_ps"], e["up"], e["direction"]) for e in wifi["events"]] == [
         (30 * 10**12, False, "both"), (40 * 10**12, True, "both"),
@@ -71,7 +71,7 @@ def test_asymmetric_links_gilbert_loss_and_byte_queues(tmp_path):
     assert link["b_to_a"]["loss"] == {"model": "bernoulli", "p": 0.02}
     assert link["events"] == [{"at_ps": 2 * 10**12, "direction": "both", "up": None, "bandwidth_bps": None,
                                "delay_ps": None, "loss": {"model": "bernoulli", "p": 0.1},
-                               "queue": {"packets": 10}}]  # fmt: skip
+                               "queue": {"packets": 10}, "jitter_ps": None}]  # fmt: skip
 
 
 def test_app_specs(tmp_path):

@@ -172,6 +172,7 @@ class Direction(_Model):
     delay_ps: TimePs | None = Field(None, alias="delay")
     queue: QueueLimit | None = None
     loss: LossField | None = None
+    jitter_ps: TimePs | None = Field(None, alias="jitter")
     bandwidth_trace: str | None = None
 
 
@@ -185,11 +186,12 @@ class LinkEvent(_Model):
     delay_ps: TimePs | None = Field(None, alias="delay")
     loss: LossField | None = None
     queue: QueueLimit | None = None
+    jitter_ps: TimePs | None = Field(None, alias="jitter")
 
     @model_validator(mode="after")
     def _changes_something(self) -> LinkEvent:
         if self.model_fields_set <= {"at_ps", "direction"}:
-            raise ValueError("event changes nothing: give up, bandwidth, delay, loss or queue")
+            raise ValueError("event changes nothing: give up, bandwidth, delay, loss, queue or jitter")
         return self
 
     def to_spec(self) -> dict[str, Any]:
@@ -201,6 +203,7 @@ class LinkEvent(_Model):
             "delay_ps": self.delay_ps,
             "loss": self.loss.to_spec() if self.loss is not None else None,
             "queue": dict(self.queue) if self.queue is not None else None,
+            "jitter_ps": self.jitter_ps,
         }
 
 
@@ -213,6 +216,8 @@ class Link(_Model):
     delay_ps: TimePs = Field(0, alias="delay")
     queue: QueueLimit = Field(default_factory=lambda: {"packets": 100})
     loss: LossField = NO_LOSS
+    # Uniform extra delay per packet, as netem's jitter: packets may be reordered.
+    jitter_ps: TimePs = Field(0, alias="jitter")
     bandwidth_trace: str | None = None
     strip_mptcp: StrictBool = False
     a_to_b: Direction | None = None
@@ -227,6 +232,7 @@ class Link(_Model):
             "delay_ps": over.delay_ps if over.delay_ps is not None else self.delay_ps,
             "queue": dict(over.queue if over.queue is not None else self.queue),
             "loss": over.loss if over.loss is not None else self.loss,
+            "jitter_ps": over.jitter_ps if over.jitter_ps is not None else self.jitter_ps,
             "bandwidth_trace": over.bandwidth_trace or self.bandwidth_trace,
         }
 

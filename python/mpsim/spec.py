@@ -78,6 +78,7 @@ def _direction_spec(link: Link, which: str, traces: dict[str, list[list[int]]]) 
         "delay_ps": params["delay_ps"],
         "queue": params["queue"],
         "loss": params["loss"].to_spec(),
+        "jitter_ps": params["jitter_ps"],
         "bandwidth_trace": [list(row) for row in trace] if trace else None,
     }
 

@@ -74,6 +74,9 @@ impl NodeIndex {
 
 impl Simulation {
     pub fn new(spec: &Spec) -> Result<Simulation, BuildError> {
+        if spec.controller.is_some() {
+            return Err(invalid("controller: SDN controllers are not available in this version".into()));
+        }
         let mut index = NodeIndex(FxHashMap::default());
         let mut nodes = Vec::new();
         for (i, n) in spec.nodes.iter().enumerate() {

@@ -18,6 +18,10 @@ pub struct Spec {
     pub flows: Vec<FlowSpec>,
     #[serde(default)]
     pub record: RecordSpec,
+    /// SDN controller; accepted in the spec, refused when building until
+    /// SDN routing is available.
+    #[serde(default)]
+    pub controller: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]

@@ -31,7 +31,7 @@ fn net_strategy() -> impl Strategy<Value = Net> {
         loss_strategy(),
         prop_oneof![Just(0.0), 0.0f64..10.0],
         proptest::option::of((0.5f64..5.0, 0.1f64..5.0)),
-        20_000u64..1_500_000,
+        20_000u64..5_000_000,
         any::<bool>(),
         any::<bool>(),
         prop_oneof![Just("reno"), Just("cubic"), Just("vegas")],
@@ -59,7 +59,7 @@ fn scenario(n: &Net, seed: u64) -> Value {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
 
     #[test]
     fn receiver_gets_exactly_the_bytes_sent(n in net_strategy(), seed in 0u64..1000) {

@@ -97,6 +97,26 @@ impl Simulation {
     pub fn packet_hops(&self) -> u64 {
         self.packet_hops
     }
+    /// One line per live endpoint (flow, connection, side, TCP state), for debugging.
+    pub fn endpoint_lines(&self) -> Vec<String> {
+        self.endpoints
+            .iter()
+            .filter_map(|e| match &e.kind {
+                crate::flows::EpKind::Tcp(c) => Some(format!(
+                    "flow {} conn {} {:?}: {} cwnd={:.2} ssthresh={:.2} ca={:?}",
+                    e.flow,
+                    e.conn,
+                    e.side,
+                    c.sf.debug_line(),
+                    c.cc().cwnd_pkts,
+                    c.cc().ssthresh_pkts,
+                    c.cc().ca_state
+                )),
+                crate::flows::EpKind::Closed => None,
+            })
+            .collect()
+    }
+
     pub fn is_done(&self) -> bool {
         self.now >= self.end || self.queue.is_empty()
     }

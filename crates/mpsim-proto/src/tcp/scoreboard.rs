@@ -33,7 +33,9 @@ impl Seg {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckedInfo {
     pub bytes: u64,
-    /// Send time of the newest acknowledged segment never retransmitted.
+    /// Send time of the oldest newly acknowledged segment, for an RTT
+    /// sample; `None` when Karn's rule forbids one (a retransmitted segment
+    /// was acknowledged) or every acknowledged segment was already SACKed.
     pub rtt_from: Option<SimTime>,
     pub fin_acked: bool,
 }
@@ -107,6 +109,7 @@ impl Scoreboard {
     /// Removes everything below `ack` (a partly acknowledged head is trimmed).
     pub fn cum_ack(&mut self, ack: u64) -> AckedInfo {
         let mut info = AckedInfo::default();
+        let mut karn = false;
         while let Some(front) = self.segs.front().copied() {
             if front.start >= ack {
                 break;
@@ -127,19 +130,26 @@ impl Scoreboard {
             self.out_bytes -= front.len();
             info.bytes += front.len();
             info.fin_acked |= front.fin;
-            if !front.retransmitted {
+            karn |= front.retransmitted;
+            if !front.retransmitted && !front.sacked && info.rtt_from.is_none() {
                 info.rtt_from = Some(front.sent_at);
             }
             self.segs.pop_front();
+        }
+        if karn {
+            info.rtt_from = None;
         }
         self.lost_mark = self.lost_mark.max(ack);
         self.rtx_hint = self.rtx_hint.max(ack);
         info
     }
 
-    /// Marks the segments inside `[start, end)` SACKed; returns bytes newly SACKed.
-    pub fn sack(&mut self, start: u64, end: u64) -> u64 {
+    /// Marks the segments inside `[start, end)` SACKed. Returns the bytes
+    /// newly SACKed and the send time of the oldest of them never
+    /// retransmitted (an RTT sample when the cumulative ACK gives none).
+    pub fn sack(&mut self, start: u64, end: u64) -> (u64, Option<SimTime>) {
         let mut newly = 0;
+        let mut oldest: Option<SimTime> = None;
         let mut i = self.index_of(start);
         while i < self.segs.len() && self.segs[i].end <= end {
             let s = self.segs[i];
@@ -149,10 +159,13 @@ impl Scoreboard {
                 self.sacked_bytes += s.len();
                 self.high_sacked = self.high_sacked.max(s.end);
                 newly += s.len();
+                if !s.retransmitted {
+                    oldest = Some(oldest.map_or(s.sent_at, |o: SimTime| o.min(s.sent_at)));
+                }
             }
             i += 1;
         }
-        newly
+        (newly, oldest)
     }
 
     /// RFC 6675 IsLost, by segments: marks lost every unSACKed segment with
@@ -315,10 +328,24 @@ mod tests {
         b.on_retransmit(0, SimTime(99));
         let info = b.cum_ack(200);
         assert_eq!(info.bytes, 200);
-        assert_eq!(info.rtt_from, Some(SimTime(1)));
+        // Karn: a retransmitted segment was acknowledged, no sample.
+        assert_eq!(info.rtt_from, None);
         assert_eq!(b.outstanding_bytes(), 300);
         assert_eq!(b.pipe_bytes(), 0);
         assert_eq!(b.next_lost().unwrap().start, 200);
+        let info = b.cum_ack(300);
+        assert_eq!(info.rtt_from, Some(SimTime(2)));
+    }
+
+    #[test]
+    fn sacked_segments_give_no_cumulative_rtt_sample() {
+        let mut b = board(3);
+        assert_eq!(b.sack(100, 300), (200, Some(SimTime(1))));
+        let info = b.cum_ack(300);
+        assert_eq!(info.rtt_from, Some(SimTime(0)));
+        let mut c = board(3);
+        c.sack(0, 100);
+        assert_eq!(c.cum_ack(100).rtt_from, None);
     }
 
     #[test]

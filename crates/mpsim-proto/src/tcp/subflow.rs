@@ -8,7 +8,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, Seg};
 use super::{AppEvent, TcpConfig, TcpState, SYN_OPTION_BYTES};
 use mpsim_cc::{AckSample, CaState, CongestionController, Controller, SubflowCc};
-use mpsim_core::{Addr, Packet, Proto, SimTime, TcpFlags};
+use mpsim_core::{Addr, Packet, Proto, SimDuration, SimTime, TcpFlags};
 use std::collections::VecDeque;
 
 /// The connection-owned congestion state a subflow works with.
@@ -189,6 +189,26 @@ impl Subflow {
         self.is_client
     }
 
+    /// One line of sender and receiver state, for debugging.
+    pub fn debug_line(&self) -> String {
+        format!(
+            "{:?} una={} nxt={} limit={} out={} pipe={} rto_at={:?} backoff={} dupacks={} recovery_point={} rcv_nxt={} fin_sent={} fin_acked={}",
+            self.state,
+            self.snd_una,
+            self.snd_nxt,
+            self.snd_limit,
+            self.sb.outstanding_bytes(),
+            self.sb.pipe_bytes(),
+            self.rto_at.map(|t| t.as_secs_f64()),
+            self.backoff,
+            self.dupacks,
+            self.recovery_point,
+            self.rcv.rcv_nxt,
+            self.fin_sent,
+            self.fin_acked
+        )
+    }
+
     // ----- timers -----
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
@@ -335,15 +355,20 @@ impl Subflow {
             return;
         }
         self.peer_wnd_right = self.peer_wnd_right.max(ack + pkt.wnd_bytes);
+        let mut sack_rtt_from: Option<SimTime> = None;
         if self.cfg.sack {
             for &(s, e) in pkt.sack.as_slice() {
                 if e > self.snd_una {
-                    self.sb.sack(s.max(self.snd_una), e);
+                    if let (_, Some(t)) = self.sb.sack(s.max(self.snd_una), e) {
+                        sack_rtt_from = Some(sack_rtt_from.map_or(t, |o| o.min(t)));
+                    }
                 }
             }
         }
         if ack > self.snd_una {
-            self.on_new_ack(now, ack, cc);
+            self.on_new_ack(now, ack, sack_rtt_from, cc);
+        } else if let Some(t) = sack_rtt_from {
+            self.take_rtt_sample(now, now - t, cc);
         } else if pkt.payload_bytes == 0 && !self.sb.is_empty() && !pkt.flags.has(TcpFlags::FIN) {
             self.on_dupack(cc);
         }
@@ -354,7 +379,13 @@ impl Subflow {
         self.check_send_complete();
     }
 
-    fn on_new_ack(&mut self, now: SimTime, ack: u64, cc: &mut CcCtx) {
+    fn take_rtt_sample(&mut self, now: SimTime, r: SimDuration, cc: &mut CcCtx) {
+        self.rtt.on_sample(r);
+        self.sync_cc(cc);
+        cc.ctrl.on_rtt_sample(cc.subs, cc.r, r, now);
+    }
+
+    fn on_new_ack(&mut self, now: SimTime, ack: u64, sack_rtt_from: Option<SimTime>, cc: &mut CcCtx) {
         let info = self.sb.cum_ack(ack);
         let acked_bytes = ack - self.snd_una;
         self.snd_una = ack;
@@ -365,11 +396,10 @@ impl Subflow {
         if info.fin_acked {
             self.on_fin_acked();
         }
-        let rtt = info.rtt_from.map(|t| now - t);
+        // Linux: the cumulative sample, else one from newly SACKed data.
+        let rtt = info.rtt_from.or(sack_rtt_from).map(|t| now - t);
         if let Some(r) = rtt {
-            self.rtt.on_sample(r);
-            self.sync_cc(cc);
-            cc.ctrl.on_rtt_sample(cc.subs, cc.r, r, now);
+            self.take_rtt_sample(now, r, cc);
         }
         self.sync_cc(cc);
         let state = cc.me().ca_state;

@@ -279,14 +279,14 @@ def bench_command(
 
 def _bench_table(rows: list[dict[str, Any]], console: Console) -> None:
     table = Table(title="mpsim bench", title_justify="left")
-    columns = ("case", "sim s", "wall s", "events", "packet-hops", "hops/s", "events/s", "peak MiB")
+    columns = ("case", "sim s", "engine s", "events", "packet-hops", "hops/s", "events/s", "peak MiB", "run MiB")
     for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right")
     for r in rows:
         table.add_row(
             r["case"], _fmt(r["sim_time_s"], ".0f"), _fmt(r["wall_s"], ".2f"), _fmt(r["events"], ","),
             _fmt(r["packet_hops"], ","), _fmt(r["packet_hops_per_s"], ".3g"), _fmt(r["events_per_s"], ".3g"),
-            _fmt(r["peak_memory_mib"], ".0f"),
+            _fmt(r["peak_memory_mib"], ".0f"), _fmt(r.get("run_memory_mib"), ".1f"),
         )  # fmt: skip
     console.print(table)
 

@@ -141,7 +141,7 @@ mod tests {
                 reference.push(std::cmp::Reverse((now + dt, seq, step)));
                 seq += 1;
             } else {
-                let std::cmp::Reverse((t, _, e)) = reference.pop().unwrap();
+                let std::cmp::Reverse((t, _, e)) = reference.pop().expect("reference is non-empty");
                 assert_eq!(q.pop(), Some((SimTime(t), e)));
                 now = t;
             }

@@ -218,7 +218,7 @@ impl LinkDir {
             let w = &mut self.waiting[i];
             w.tx_start = busy;
             let tx = SimDuration::transmission(w.wire_bytes as u64, self.params.bandwidth_bps);
-            busy = busy + tx;
+            busy += tx;
             let arrival = (busy + self.params.delay).max(floor);
             self.pipe[first + i].arrival = arrival;
             floor = arrival;

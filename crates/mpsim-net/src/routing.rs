@@ -100,7 +100,7 @@ impl Topology {
         seen[owner.index()] = true;
         seen[far.index()] = true;
         // The far end reaches the host over the interface's own link.
-        let dir_to_owner = if iface % 2 == 0 { 2 * link.0 + 1 } else { 2 * link.0 };
+        let dir_to_owner = if iface.is_multiple_of(2) { 2 * link.0 + 1 } else { 2 * link.0 };
         table[far.index() * n_ifaces + iface] = dir_to_owner;
         let mut queue = VecDeque::from([far]);
         while let Some(x) = queue.pop_front() {

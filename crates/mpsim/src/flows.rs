@@ -44,15 +44,12 @@ pub(crate) struct Endpoint {
 pub(crate) struct ConnSlot {
     pub client_ep: u32,
     pub server_ep: Option<u32>,
-    pub client_addr: Addr,
-    pub client_port: u16,
 }
 
 pub(crate) struct Flow {
     pub spec: FlowSpec,
     pub app: Box<dyn App>,
     pub client: NodeId,
-    pub server: NodeId,
     pub server_addr: Addr,
     pub server_port: u16,
     pub server_link: LinkId,
@@ -220,10 +217,10 @@ impl Simulation {
             retransmitted_bytes: 0,
             delivered_bytes: 0,
         });
-        self.demux.insert(demux_key(addr, port, server_addr, server_port), crate::flows::Demux::Ep(ep));
+        self.demux.insert(demux_key(addr, port, server_addr, server_port), Demux::Ep(ep));
         self.demux.insert(demux_key(server_addr, server_port, addr, port), Demux::Pending { flow, conn });
         let slots = &mut self.flows[flow as usize].conns;
-        let slot = ConnSlot { client_ep: ep, server_ep: None, client_addr: addr, client_port: port };
+        let slot = ConnSlot { client_ep: ep, server_ep: None };
         if slots.len() <= conn as usize {
             slots.resize(conn as usize + 1, slot);
         }

@@ -65,7 +65,6 @@ pub struct Simulation {
     pub(crate) sampler: Sampler,
     pub(crate) name: String,
     pub(crate) seed: u64,
-    pub(crate) header_bytes: u32,
     pub(crate) events: u64,
     pub(crate) packet_hops: u64,
     pub(crate) no_route_drops: u64,
@@ -164,7 +163,7 @@ impl Simulation {
     /// Node at the far end of direction `dir`.
     pub(crate) fn dir_far_node(&self, dir: u32) -> NodeId {
         let l = &self.links[(dir / 2) as usize];
-        if dir % 2 == 0 {
+        if dir.is_multiple_of(2) {
             l.b
         } else {
             l.a

@@ -1,11 +1,19 @@
 //! Same spec and seed, same bytes out; another seed changes a lossy run.
 
-mod common;
-use common::*;
+use mpsim::testbed::{bernoulli, Dumbbell};
 use serde_json::{json, Value};
 
 fn lossy(seed: u64) -> Value {
-    dumbbell(3, 10_000_000, 10.0, 30, json!({"model": "bernoulli", "p": 0.01}), &["reno"], 20, seed)
+    let mut d = Dumbbell::new(3, 10_000_000, 10.0, 30);
+    d.loss = bernoulli(0.01);
+    d.ccs = vec!["reno".into(), "cubic".into(), "vegas".into()];
+    d.duration_s = 20.0;
+    d.seed = seed;
+    d.spec()
+}
+
+fn run(spec: &Value) -> (mpsim::Simulation, Value) {
+    mpsim::testbed::run(spec).expect("spec builds")
 }
 
 fn without_wall_time(mut s: Value) -> Value {

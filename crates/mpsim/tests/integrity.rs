@@ -2,8 +2,7 @@
 //! reordering, a link going down and up), the receiver gets exactly the
 //! bytes sent, in order, and the transfer completes.
 
-mod common;
-use common::*;
+use mpsim::testbed::{download, no_loss, run, Dumbbell, PS_PER_MS, PS_PER_S};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -44,21 +43,28 @@ fn net_strategy() -> impl Strategy<Value = Net> {
 }
 
 fn scenario(n: &Net, seed: u64) -> Value {
-    let mut spec = dumbbell(1, 5_000_000, 15.0, 40, n.loss.clone(), &[n.cc], 1800, seed);
+    let mut d = Dumbbell::new(1, 5_000_000, 15.0, 40);
+    d.loss = n.loss.clone();
+    d.ccs = vec![n.cc.to_string()];
+    d.duration_s = 1800.0;
+    d.seed = seed;
+    d.sack = n.sack;
+    d.delayed_ack = n.delayed_ack;
+    d.record = false;
+    let mut spec = d.spec();
     let bn = &mut spec["links"][0];
-    for d in ["a_to_b", "b_to_a"] {
-        bn[d]["jitter_ps"] = json!((n.jitter_ms * MS as f64) as u64);
+    // Data and ACKs both suffer.
+    bn["b_to_a"]["loss"] = n.loss.clone();
+    for dir in ["a_to_b", "b_to_a"] {
+        bn[dir]["jitter_ps"] = json!((n.jitter_ms * PS_PER_MS as f64) as u64);
     }
     if let Some((at, dur)) = n.outage {
         bn["events"] = json!([
-            {"at_ps": (at * S as f64) as u64, "up": false},
-            {"at_ps": ((at + dur) * S as f64) as u64, "up": true},
+            {"at_ps": (at * PS_PER_S as f64) as u64, "up": false},
+            {"at_ps": ((at + dur) * PS_PER_S as f64) as u64, "up": true},
         ]);
     }
-    let f = &mut spec["flows"][0];
-    f["app"] = download(Some(n.size_bytes));
-    f["sack"] = json!(n.sack);
-    f["delayed_ack"] = json!(n.delayed_ack);
+    spec["flows"][0]["app"] = download(Some(n.size_bytes));
     spec
 }
 
@@ -68,7 +74,7 @@ proptest! {
     #[test]
     fn receiver_gets_exactly_the_bytes_sent(n in net_strategy(), seed in 0u64..1000) {
         if mpsim_cc::Controller::new(n.cc, mpsim_cc::CcMode::Reference).is_err() { return Ok(()); }
-        let (_sim, s) = run(&scenario(&n, seed));
+        let (_sim, s) = run(&scenario(&n, seed)).expect("spec builds");
         let f = &s["flows"]["f0"];
         prop_assert_eq!(f["bytes_delivered"].as_u64(), Some(n.size_bytes), "{}", f);
         prop_assert!(f["completion_time_s"].is_number(), "did not complete: {}", f);
@@ -77,8 +83,8 @@ proptest! {
 
 #[test]
 fn a_transfer_survives_a_ten_second_outage() {
-    let n = Net { loss: json!({"model": "none"}), jitter_ms: 0.0, outage: Some((2.0, 10.0)), size_bytes: 5_000_000, sack: true, delayed_ack: true, cc: "reno" };
-    let (_sim, s) = run(&scenario(&n, 1));
+    let n = Net { loss: no_loss(), jitter_ms: 0.0, outage: Some((2.0, 10.0)), size_bytes: 5_000_000, sack: true, delayed_ack: true, cc: "reno" };
+    let (_sim, s) = run(&scenario(&n, 1)).expect("spec builds");
     let f = &s["flows"]["f0"];
     assert_eq!(f["bytes_delivered"].as_u64(), Some(5_000_000));
     let t = f["completion_time_s"].as_f64().unwrap();
@@ -88,8 +94,8 @@ fn a_transfer_survives_a_ten_second_outage() {
 
 #[test]
 fn heavy_reordering_alone_loses_nothing() {
-    let n = Net { loss: json!({"model": "none"}), jitter_ms: 20.0, outage: None, size_bytes: 2_000_000, sack: true, delayed_ack: true, cc: "reno" };
-    let (_sim, s) = run(&scenario(&n, 3));
+    let n = Net { loss: no_loss(), jitter_ms: 20.0, outage: None, size_bytes: 2_000_000, sack: true, delayed_ack: true, cc: "reno" };
+    let (_sim, s) = run(&scenario(&n, 3)).expect("spec builds");
     assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(2_000_000));
     assert_eq!(s["links"]["bottleneck"]["a_to_b"]["drops"].as_u64(), Some(0));
 }

@@ -423,7 +423,7 @@ impl Subflow {
         }
         if self.sb.is_empty() {
             self.rto_at = None;
-        } else if !(state == CaState::Recovery && !self.cfg.sack) {
+        } else if state != CaState::Recovery || self.cfg.sack {
             self.arm_rto(now);
         }
     }

@@ -5,6 +5,9 @@ use super::*;
 use mpsim_core::{Addr, Packet, SimDuration, SimTime};
 use std::collections::VecDeque;
 
+/// Decides, from the packet index and header, whether the wire loses it.
+type DropRule = Box<dyn FnMut(u64, &Packet) -> bool>;
+
 struct Pair {
     now: SimTime,
     client: TcpConnection,
@@ -14,7 +17,7 @@ struct Pair {
     wire: VecDeque<(SimTime, bool, Packet)>,
     delay: SimDuration,
     sent: u64,
-    drop: Box<dyn FnMut(u64, &Packet) -> bool>,
+    drop: DropRule,
     delivered_to_client: u64,
     delivered_to_server: u64,
     client_events: Vec<AppEvent>,

@@ -4,6 +4,7 @@
 
 pub mod event;
 pub mod ids;
+pub mod mptcp;
 pub mod packet;
 pub mod pool;
 pub mod rng;

@@ -64,6 +64,24 @@ impl SackBlocks {
 pub enum PacketExt {
     #[default]
     None,
+    Mptcp(crate::mptcp::MptcpOpts),
+}
+
+impl PacketExt {
+    /// Option bytes the extension adds to the TCP header.
+    pub fn option_bytes(&self) -> u32 {
+        match self {
+            PacketExt::None => 0,
+            PacketExt::Mptcp(m) => m.len_bytes(),
+        }
+    }
+
+    pub fn mptcp(&self) -> Option<&crate::mptcp::MptcpOpts> {
+        match self {
+            PacketExt::Mptcp(m) => Some(m),
+            PacketExt::None => None,
+        }
+    }
 }
 
 /// A packet header. Sequence numbers are relative to the connection's

@@ -4,6 +4,7 @@
 //! `poll_event`). They know nothing of links, queues or the event loop.
 
 pub mod apps;
+pub mod mptcp;
 pub mod tcp;
 
 pub use tcp::{AppEvent, TcpConfig, TcpConnection, TcpState};

@@ -4,6 +4,7 @@
 
 mod build;
 mod flows;
+pub mod pcap;
 mod report;
 mod sim;
 pub mod spec;

@@ -1,0 +1,1 @@
+//! Keys, tokens, IDSNs, HMACs and the DSS checksum (spec section 2).

@@ -1,0 +1,1 @@
+//! pcap capture of chosen interfaces with real TCP and MPTCP option bytes.

@@ -7,4 +7,5 @@ pub mod apps;
 pub mod mptcp;
 pub mod tcp;
 
+pub use mptcp::{LocalAddr, MptcpConfig, MptcpConnection, MptcpEvent, PathManagerKind, SchedulerKind};
 pub use tcp::{AppEvent, TcpConfig, TcpConnection, TcpState};

@@ -2,4 +2,81 @@
 //! the connection with its data-level sequence space and shared receive
 //! buffer over several [`crate::tcp::Subflow`]s, schedulers and path managers.
 
+mod connection;
 pub mod crypto;
+mod recv;
+mod scheduler;
+mod send;
+
+pub use connection::{MptcpConnection, MptcpStats, SubflowInfo};
+
+use crate::tcp::TcpConfig;
+use mpsim_core::Addr;
+
+/// Which subflow carries the next segment (spec section 11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SchedulerKind {
+    /// Lowest RTT among subflows with free congestion window.
+    #[default]
+    Default,
+    RoundRobin,
+    /// Every segment on every usable non-backup subflow.
+    Redundant,
+}
+
+/// Which subflows exist (spec section 12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum PathManagerKind {
+    /// No extra subflows, nothing announced; joins accepted.
+    Default,
+    /// A subflow per (local, remote) address pair; addresses announced.
+    #[default]
+    Fullmesh,
+    /// `n` subflows in all between the initial address pair.
+    Ndiffports(u8),
+    /// Upstream-style endpoints: `subflow` addresses open extra subflows
+    /// to the peer's initial address, `signal` ones are announced; at most
+    /// `max_subflows` extra subflows and `max_add_addr_accepted` accepted
+    /// announcements (kernel defaults 2 and 0).
+    Endpoints { max_subflows: u8, max_add_addr_accepted: u8 },
+}
+
+/// A local address of the host and how the path manager may use it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalAddr {
+    pub addr: Addr,
+    /// Address id (0 for the initial subflow's address).
+    pub id: u8,
+    /// Subflows from this address are backup (MP_JOIN B flag).
+    pub backup: bool,
+    /// The interface is up.
+    pub up: bool,
+}
+
+/// Configuration of one MPTCP connection.
+#[derive(Clone, Debug)]
+pub struct MptcpConfig {
+    /// Per-subflow TCP parameters; `rcvbuf_bytes` is the connection's
+    /// shared receive buffer.
+    pub tcp: TcpConfig,
+    pub cc: String,
+    pub scheduler: SchedulerKind,
+    pub path_manager: PathManagerKind,
+    /// The host's addresses in preference order; the first is the initial one.
+    pub local_addrs: Vec<LocalAddr>,
+    /// First local port for additional subflows.
+    pub port_base: u16,
+    /// Seed of this connection's keys and nonces.
+    pub seed: u64,
+}
+
+/// What the engine must learn from an MPTCP endpoint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MptcpEvent {
+    /// A subflow uses this 4-tuple (local, local port, remote, remote port).
+    SubflowOpened { local: Addr, local_port: u16, remote: Addr, remote_port: u16 },
+    /// Our token, for routing incoming MP_JOINs.
+    Token(u32),
+    /// The connection fell back to plain TCP.
+    Fallback,
+}

@@ -84,6 +84,9 @@ pub struct Subflow {
     send_complete_reported: bool,
     events: VecDeque<AppEvent>,
     pub stats: SubflowStats,
+    /// Window to advertise instead of the subflow buffer's (MPTCP: the
+    /// connection-level window, spec section 7).
+    adv_wnd_override: Option<u64>,
 }
 
 /// Sequence values beyond any real transfer ("unlimited" application data).
@@ -129,6 +132,7 @@ impl Subflow {
             send_complete_reported: false,
             events: VecDeque::new(),
             stats: SubflowStats::default(),
+            adv_wnd_override: None,
         }
     }
 
@@ -187,6 +191,61 @@ impl Subflow {
 
     pub fn is_client(&self) -> bool {
         self.is_client
+    }
+
+    /// Advertise `w` bytes of window instead of this subflow's free buffer.
+    pub fn set_advertised_window(&mut self, w: Option<u64>) {
+        self.adv_wnd_override = w;
+    }
+
+    /// Room for one more full segment of new data right now: established,
+    /// nothing written but unsent, and the congestion window not full.
+    pub fn has_send_room(&self, cc: &SubflowCc) -> bool {
+        let mss = self.cfg.mss_bytes as u64;
+        let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
+        self.state.can_send() && self.snd_nxt >= self.snd_limit && self.sb.pipe_bytes() + mss <= cwnd_bytes
+    }
+
+    /// Free congestion window in bytes (0 when full).
+    pub fn cwnd_space_bytes(&self, cc: &SubflowCc) -> u64 {
+        let mss = self.cfg.mss_bytes as u64;
+        let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
+        cwnd_bytes.saturating_sub(self.sb.pipe_bytes())
+    }
+
+    /// A pure ACK carrying the current acknowledgement and window, for
+    /// control options (MPTCP ADD_ADDR, DATA_FIN, ...). None before the
+    /// handshake completes.
+    pub fn control_packet(&mut self, now: SimTime) -> Option<Packet> {
+        if !self.state.is_synchronised() {
+            return None;
+        }
+        let seq = self.snd_nxt + self.fin_sent as u64;
+        Some(self.segment(seq, 0, TcpFlags::ACK, now))
+    }
+
+    /// Aborts the subflow: the returned RST goes to the peer; no timers remain.
+    pub fn abort(&mut self, now: SimTime) -> Packet {
+        let seq = self.snd_nxt;
+        let mut p = self.segment(seq, 0, TcpFlags::ACK | TcpFlags::RST, now);
+        p.sack = Default::default();
+        p.wire_bytes = self.cfg.header_bytes;
+        self.state = TcpState::Closed;
+        self.rto_at = None;
+        self.delack_at = None;
+        self.ack_pending = false;
+        self.syn_pending = false;
+        p
+    }
+
+    /// The sender is in the RTO (`Loss`) phase or backing off.
+    pub fn backoff(&self) -> u32 {
+        self.backoff
+    }
+
+    /// First relative sequence number not yet acknowledged at subflow level.
+    pub fn snd_una(&self) -> u64 {
+        self.snd_una
     }
 
     /// One line of sender and receiver state, for debugging.
@@ -746,7 +805,7 @@ impl Subflow {
             flags: TcpFlags(f),
             seq,
             ack: if f & TcpFlags::ACK != 0 { self.rcv.rcv_nxt } else { 0 },
-            wnd_bytes: self.rcv.window_bytes(),
+            wnd_bytes: self.adv_wnd_override.unwrap_or_else(|| self.rcv.window_bytes()),
             sack,
             payload_bytes: payload,
             wire_bytes: payload + self.cfg.header_bytes + sack.option_bytes(),

@@ -1,0 +1,776 @@
+//! The MPTCP connection (spec section 1): the data-level sequence space,
+//! the shared receive buffer, the coupled congestion controller, and the
+//! subflows it owns by value. Handshakes (MP_CAPABLE, MP_JOIN), address
+//! management and reinjection live here; scheduling in `send.rs`,
+//! data-level reassembly in `recv.rs`.
+
+use super::crypto;
+use super::{LocalAddr, MptcpConfig, MptcpEvent, PathManagerKind};
+use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
+use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
+use mpsim_core::mptcp::{MpOption, MptcpOpts};
+use mpsim_core::{Addr, Packet, SimDuration, SimRng, SimTime, TcpFlags};
+use std::collections::{BTreeMap, VecDeque};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum MpState {
+    Handshake,
+    Established,
+    /// Plain TCP on the initial subflow (options stripped or refused).
+    Fallback,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Initial,
+    Join,
+}
+
+/// One data mapping sent on a subflow: subflow bytes `[ssn, ssn+len)` carry
+/// connection bytes `[dsn, dsn+len)` (relative DSNs, first byte 1).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TxMap {
+    pub ssn: u64,
+    pub dsn: u64,
+    pub len: u32,
+}
+
+/// A subflow and its MPTCP bookkeeping.
+pub(super) struct Sub {
+    pub sf: Subflow,
+    pub kind: Kind,
+    pub local_id: u8,
+    pub remote_id: u8,
+    /// Backup if either side flagged it.
+    pub backup: bool,
+    pub local_nonce: u32,
+    pub remote_nonce: u32,
+    /// May carry data (sender side fully established).
+    pub ready: bool,
+    /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
+    pub third_ack_pending: bool,
+    /// Potentially failed: an RTO fired and no new data was acknowledged since.
+    pub pf: bool,
+    /// Closed, reset or removed.
+    pub gone: bool,
+    pub tx_map: VecDeque<TxMap>,
+    /// Receive mappings: ssn -> (dsn, len).
+    pub rx_map: BTreeMap<u64, (u64, u32)>,
+    /// Subflow bytes below this were moved to the connection.
+    pub rx_seen: u64,
+    pub timeouts_seen: u64,
+    pub una_seen: u64,
+    /// Connection data carried for the first time here after another subflow failed.
+    pub reinjected_bytes: u64,
+    /// Data bytes delivered in order at subflow level (receiver side).
+    pub rx_bytes: u64,
+    /// Redundant scheduler: next DSN this subflow has not carried.
+    pub redundant_next: u64,
+    /// Last time this subflow's window was halved by penalisation.
+    pub last_penalised: Option<SimTime>,
+}
+
+impl Sub {
+    fn new(sf: Subflow, kind: Kind, local_id: u8, remote_id: u8, backup: bool, nonce: u32) -> Self {
+        Sub {
+            sf,
+            kind,
+            local_id,
+            remote_id,
+            backup,
+            local_nonce: nonce,
+            remote_nonce: 0,
+            ready: false,
+            third_ack_pending: false,
+            pf: false,
+            gone: false,
+            tx_map: VecDeque::new(),
+            rx_map: BTreeMap::new(),
+            rx_seen: 1,
+            timeouts_seen: 0,
+            una_seen: 0,
+            reinjected_bytes: 0,
+            rx_bytes: 0,
+            redundant_next: 1,
+            last_penalised: None,
+        }
+    }
+
+    pub fn local(&self) -> Addr {
+        self.sf.local
+    }
+    pub fn remote(&self) -> Addr {
+        self.sf.remote
+    }
+}
+
+/// A connection-level segment not yet DATA_ACKed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MetaSeg {
+    pub dsn: u64,
+    pub len: u32,
+    /// Subflows that carried it (bit r).
+    pub path_mask: u64,
+    pub in_reinject_queue: bool,
+}
+
+/// Connection counters.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MptcpStats {
+    pub reinjected_bytes: u64,
+    pub meta_timeouts: u64,
+}
+
+/// What the engine reports per subflow.
+#[derive(Clone, Copy)]
+pub struct SubflowInfo<'a> {
+    pub sf: &'a Subflow,
+    pub cc: &'a SubflowCc,
+    pub backup: bool,
+    pub gone: bool,
+    pub reinjected_bytes: u64,
+    /// Connection data received in order on this subflow.
+    pub rx_bytes: u64,
+}
+
+pub struct MptcpConnection {
+    pub(super) cfg: MptcpConfig,
+    pub(super) is_client: bool,
+    pub(super) state: MpState,
+    pub(super) subs: Vec<Sub>,
+    pub(super) cc: Vec<SubflowCc>,
+    pub(super) ctrl: Controller,
+    pub(super) rng: SimRng,
+    pub(super) local_key: u64,
+    pub(super) remote_key: u64,
+    pub(super) local_token: u32,
+    pub(super) remote_token: u32,
+    pub(super) local_idsn: u64,
+    pub(super) remote_idsn: u64,
+    // Sender, relative DSNs (first byte 1).
+    pub(super) data_una: u64,
+    pub(super) data_nxt: u64,
+    pub(super) app_end: u64,
+    pub(super) close_requested: bool,
+    pub(super) data_fin_sent: bool,
+    pub(super) data_fin_acked: bool,
+    pub(super) snd_wnd_right: u64,
+    pub(super) unacked: VecDeque<MetaSeg>,
+    pub(super) reinject: VecDeque<u64>,
+    pub(super) meta_rto_at: Option<SimTime>,
+    pub(super) meta_backoff: u32,
+    // Receiver.
+    pub(super) rcv: Receiver,
+    pub(super) peer_data_fin: Option<u64>,
+    pub(super) peer_closed: bool,
+    pub(super) subflows_closed: bool,
+    // Addresses.
+    pub(super) remote_addrs: Vec<(u8, Addr)>,
+    pub(super) remote_port: u16,
+    pub(super) next_port: u16,
+    pub(super) announce: VecDeque<MpOption>,
+    pub(super) add_addr_accepted: u8,
+    pub(super) rr_last: usize,
+    pub(super) out: VecDeque<Packet>,
+    pub(super) events: VecDeque<AppEvent>,
+    pub(super) mevents: VecDeque<MptcpEvent>,
+    pub(super) connected_reported: bool,
+    pub stats: MptcpStats,
+}
+
+/// Sequence values beyond any real transfer ("unlimited" application data).
+pub(super) const UNLIMITED: u64 = u64::MAX / 4;
+
+impl MptcpConnection {
+    fn base(cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
+        let mut ctrl = Controller::new(&cfg.cc, cfg.tcp.cc_mode)?;
+        ctrl.on_subflow_added(0);
+        let mut rng = SimRng::new(cfg.seed, 0x6d70_7463);
+        let local_key = rng.next_u64();
+        let (local_token, local_idsn) = crypto::token_idsn_v1(local_key);
+        let next_port = cfg.port_base.wrapping_add(1);
+        let rcvbuf = cfg.tcp.rcvbuf_bytes;
+        Ok(MptcpConnection {
+            cfg,
+            is_client,
+            state: MpState::Handshake,
+            subs: Vec::new(),
+            cc: Vec::new(),
+            ctrl,
+            rng,
+            local_key,
+            remote_key: 0,
+            local_token,
+            remote_token: 0,
+            local_idsn,
+            remote_idsn: 0,
+            data_una: 1,
+            data_nxt: 1,
+            app_end: 1,
+            close_requested: false,
+            data_fin_sent: false,
+            data_fin_acked: false,
+            snd_wnd_right: 1 + rcvbuf,
+            unacked: VecDeque::new(),
+            reinject: VecDeque::new(),
+            meta_rto_at: None,
+            meta_backoff: 0,
+            rcv: Receiver::new(1, rcvbuf),
+            peer_data_fin: None,
+            peer_closed: false,
+            subflows_closed: false,
+            remote_addrs: Vec::new(),
+            remote_port: 0,
+            next_port,
+            announce: VecDeque::new(),
+            add_addr_accepted: 0,
+            rr_last: usize::MAX,
+            out: VecDeque::new(),
+            events: VecDeque::new(),
+            mevents: VecDeque::new(),
+            connected_reported: false,
+            stats: MptcpStats::default(),
+        })
+    }
+
+    /// Subflows carry no buffer of their own: the connection's is shared.
+    fn subflow_tcp(cfg: &TcpConfig) -> TcpConfig {
+        TcpConfig { rcvbuf_bytes: cfg.rcvbuf_bytes.saturating_mul(4), ..*cfg }
+    }
+
+    /// Active open from the first local address to `remote`.
+    pub fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
+        let local = cfg.local_addrs.first().map_or(Addr(0), |a| a.addr);
+        let tcp = Self::subflow_tcp(&cfg.tcp);
+        let port = cfg.port_base;
+        let mut c = Self::base(cfg, true)?;
+        c.remote_port = remote.1;
+        c.remote_addrs.push((0, remote.0));
+        let sf = Subflow::connect(tcp, (local, port), remote);
+        c.push_sub(Sub::new(sf, Kind::Initial, 0, 0, false, 0));
+        c.mevents.push_back(MptcpEvent::Token(c.local_token));
+        Ok(c)
+    }
+
+    /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
+    pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
+        let tcp = Self::subflow_tcp(&cfg.tcp);
+        let mut c = Self::base(cfg, false)?;
+        c.remote_port = syn.sport;
+        c.remote_addrs.push((0, syn.src));
+        let capable = matches!(syn.ext.mptcp().map(|m| m.option), Some(MpOption::CapableSyn { .. }));
+        if !capable {
+            c.fall_back();
+        }
+        let sf = Subflow::accept(tcp, syn);
+        let id = c.local_id_of(syn.dst);
+        c.push_sub(Sub::new(sf, Kind::Initial, id, 0, false, 0));
+        c.mevents.push_back(MptcpEvent::Token(c.local_token));
+        Ok(c)
+    }
+
+    fn push_sub(&mut self, sub: Sub) -> usize {
+        let r = self.subs.len();
+        let (iw, mss) = (self.cfg.tcp.initial_cwnd_pkts as f64, self.cfg.tcp.mss_bytes);
+        self.cc.push(SubflowCc::new(iw, mss));
+        if r > 0 {
+            self.ctrl.on_subflow_added(r);
+        }
+        self.subs.push(sub);
+        r
+    }
+
+    pub(super) fn local_id_of(&self, addr: Addr) -> u8 {
+        self.cfg.local_addrs.iter().find(|a| a.addr == addr).map_or(0, |a| a.id)
+    }
+
+    pub(super) fn fall_back(&mut self) {
+        if self.state != MpState::Fallback {
+            self.state = MpState::Fallback;
+            self.mevents.push_back(MptcpEvent::Fallback);
+        }
+    }
+
+    pub fn is_fallback(&self) -> bool {
+        self.state == MpState::Fallback
+    }
+
+    pub fn local_token(&self) -> u32 {
+        self.local_token
+    }
+
+    // ----- application side -----
+
+    pub fn send(&mut self, bytes: u64) {
+        self.app_end = (self.app_end + bytes).min(UNLIMITED);
+    }
+    pub fn send_unlimited(&mut self) {
+        self.app_end = UNLIMITED;
+    }
+    pub fn pause(&mut self) {
+        self.app_end = self.data_nxt;
+    }
+    pub fn close(&mut self) {
+        self.close_requested = true;
+    }
+    pub fn poll_event(&mut self) -> Option<AppEvent> {
+        self.events.pop_front()
+    }
+    pub fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
+        self.mevents.pop_front()
+    }
+
+    /// Per-subflow views, in subflow order.
+    pub fn subflows(&self) -> impl Iterator<Item = SubflowInfo<'_>> {
+        self.subs.iter().zip(&self.cc).map(|(s, cc)| SubflowInfo {
+            sf: &s.sf,
+            cc,
+            backup: s.backup,
+            gone: s.gone,
+            reinjected_bytes: s.reinjected_bytes,
+            rx_bytes: s.rx_bytes,
+        })
+    }
+
+    /// Bytes held in the connection's receive buffer (out of order).
+    pub fn rcv_buffer_bytes(&self) -> u64 {
+        self.rcv.ooo_bytes()
+    }
+
+    pub fn cc_name(&self) -> &'static str {
+        self.ctrl.name()
+    }
+
+    // ----- timers -----
+
+    pub fn poll_timeout(&self) -> Option<SimTime> {
+        let subs = self.subs.iter().filter(|s| !s.gone).filter_map(|s| s.sf.poll_timeout());
+        subs.chain(self.meta_rto_at).min()
+    }
+
+    pub fn handle_timeout(&mut self, now: SimTime) {
+        for r in 0..self.subs.len() {
+            if self.subs[r].gone || !self.subs[r].sf.poll_timeout().is_some_and(|t| t <= now) {
+                continue;
+            }
+            let sub = &mut self.subs[r];
+            let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
+            sub.sf.handle_timeout(now, &mut cx);
+            self.after_subflow_activity(now, r);
+        }
+        if self.meta_rto_at.is_some_and(|t| t <= now) {
+            self.on_meta_timeout(now);
+        }
+    }
+
+    /// Meta-level retransmission (spec section 8): no DATA_ACK progress for
+    /// twice the largest subflow RTO: the oldest segment goes out again.
+    fn on_meta_timeout(&mut self, now: SimTime) {
+        self.meta_rto_at = None;
+        self.stats.meta_timeouts += 1;
+        self.meta_backoff = (self.meta_backoff + 1).min(10);
+        if let Some(head) = self.unacked.front_mut() {
+            head.path_mask = 0;
+            if !head.in_reinject_queue {
+                head.in_reinject_queue = true;
+                self.reinject.push_front(head.dsn);
+            }
+        } else if self.data_fin_sent && !self.data_fin_acked {
+            self.data_fin_sent = false; // send the DATA_FIN again
+        }
+        self.arm_meta_timer(now);
+    }
+
+    pub(super) fn arm_meta_timer(&mut self, now: SimTime) {
+        let pending = !self.unacked.is_empty() || (self.data_fin_sent && !self.data_fin_acked);
+        if !pending || self.state == MpState::Fallback {
+            self.meta_rto_at = None;
+            return;
+        }
+        if self.meta_rto_at.is_some() {
+            return;
+        }
+        let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
+        self.meta_rto_at = Some(now + rto.saturating_mul(2u64 << self.meta_backoff.min(10)));
+    }
+
+    // ----- incoming segments -----
+
+    /// A segment for this connection (any of its 4-tuples). Returns false if
+    /// no subflow matches and it is not an MP_JOIN this connection accepts.
+    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
+        let Some(r) = self.subflow_of(pkt) else {
+            return self.accept_join(now, pkt);
+        };
+        if self.subs[r].gone {
+            return true;
+        }
+        let opts = pkt.ext.mptcp().copied();
+        if !self.before_subflow(now, r, pkt, opts.as_ref()) {
+            return true;
+        }
+        let sub = &mut self.subs[r];
+        let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
+        sub.sf.handle_segment(now, pkt, &mut cx);
+        if let Some(m) = opts.as_ref() {
+            self.after_options(now, r, pkt, m);
+        } else if self.state == MpState::Fallback {
+            self.on_fallback_ack(now, pkt);
+        }
+        self.after_subflow_activity(now, r);
+        true
+    }
+
+    fn subflow_of(&self, pkt: &Packet) -> Option<usize> {
+        self.subs.iter().position(|s| {
+            s.sf.local == pkt.dst && s.sf.local_port == pkt.dport && s.sf.remote == pkt.src && s.sf.remote_port == pkt.sport
+        })
+    }
+
+    /// Handshake options, checked before the subflow sees the segment.
+    /// Returns false if the segment must be dropped.
+    fn before_subflow(&mut self, now: SimTime, r: usize, pkt: &Packet, opts: Option<&MptcpOpts>) -> bool {
+        let syn_ack = pkt.flags.has(TcpFlags::SYN) && pkt.flags.has(TcpFlags::ACK);
+        let option = opts.map_or(MpOption::None, |m| m.option);
+        match (self.subs[r].kind, self.is_client) {
+            (Kind::Initial, true) if syn_ack && self.subs[r].sf.state == TcpState::SynSent => {
+                match option {
+                    MpOption::CapableSynAck { key, .. } => self.learn_remote_key(key),
+                    _ => self.fall_back(),
+                }
+                if self.state != MpState::Fallback {
+                    self.subs[r].third_ack_pending = true;
+                    self.subs[r].ready = true;
+                }
+            }
+            (Kind::Join, true) if syn_ack && self.subs[r].sf.state == TcpState::SynSent => {
+                let MpOption::JoinSynAck { hmac64, nonce, backup, addr_id } = option else {
+                    self.reset_subflow(now, r);
+                    return false;
+                };
+                let expected = crypto::join_synack_hmac64(self.remote_key, self.local_key, nonce, self.subs[r].local_nonce);
+                if expected != hmac64 {
+                    self.reset_subflow(now, r);
+                    return false;
+                }
+                let s = &mut self.subs[r];
+                s.remote_nonce = nonce;
+                s.remote_id = addr_id;
+                s.backup |= backup;
+                s.third_ack_pending = true;
+            }
+            (Kind::Initial, false) if self.state == MpState::Handshake && pkt.flags.has(TcpFlags::ACK) && !pkt.flags.has(TcpFlags::SYN) => {
+                match option {
+                    MpOption::CapableAck { sender_key, .. } | MpOption::CapableData { sender_key, .. } => self.learn_remote_key(sender_key),
+                    // A DSS proves the client has our key (its third ACK was lost).
+                    _ if opts.is_some_and(|m| m.dss.is_some()) => {}
+                    _ => self.fall_back(),
+                }
+                if self.state != MpState::Fallback {
+                    self.state = MpState::Established;
+                    self.subs[r].ready = true;
+                }
+            }
+            (Kind::Join, false) if !self.subs[r].ready && pkt.flags.has(TcpFlags::ACK) && !pkt.flags.has(TcpFlags::SYN) => {
+                let MpOption::JoinAck { hmac } = option else {
+                    self.reset_subflow(now, r);
+                    return false;
+                };
+                let expected = crypto::join_ack_hmac160(self.remote_key, self.local_key, self.subs[r].remote_nonce, self.subs[r].local_nonce);
+                if expected != hmac {
+                    self.reset_subflow(now, r);
+                    return false;
+                }
+                self.subs[r].ready = true;
+                // The fourth ACK tells the client it may send.
+                self.subs[r].third_ack_pending = true;
+            }
+            (Kind::Join, true) if !self.subs[r].ready && self.subs[r].sf.state.is_synchronised() && !syn_ack => {
+                self.subs[r].ready = true; // fourth ACK
+            }
+            _ => {}
+        }
+        true
+    }
+
+    fn learn_remote_key(&mut self, key: u64) {
+        self.remote_key = key;
+        let (token, idsn) = crypto::token_idsn_v1(key);
+        self.remote_token = token;
+        self.remote_idsn = idsn;
+        self.state = MpState::Established;
+    }
+
+    /// Options that act after the subflow processed the segment.
+    fn after_options(&mut self, now: SimTime, r: usize, pkt: &Packet, m: &MptcpOpts) {
+        if let Some(dss) = m.dss {
+            if let Some(ack) = dss.data_ack {
+                self.on_data_ack(now, ack, dss.ack64, pkt.wnd_bytes);
+            }
+            if let Some(map) = dss.mapping {
+                self.on_mapping(r, pkt, map, dss.data_fin);
+            }
+        }
+        match m.option {
+            MpOption::AddAddr { addr_id, addr, port, hmac64, echo: false } => self.on_add_addr(now, addr_id, Addr(addr), port, hmac64),
+            MpOption::RemoveAddr { ids, n } => {
+                for &id in &ids[..n as usize] {
+                    self.on_remove_addr(now, id);
+                }
+            }
+            MpOption::MpPrio { backup } => self.subs[r].backup = backup,
+            _ => {}
+        }
+    }
+
+    fn on_add_addr(&mut self, now: SimTime, id: u8, addr: Addr, port: Option<u16>, hmac: Option<u64>) {
+        let expected = crypto::add_addr_hmac64(self.remote_key, self.local_key, id, addr.0, port);
+        if hmac != Some(expected) {
+            return; // RFC 8684: drop an ADD_ADDR whose HMAC does not verify
+        }
+        self.announce.push_back(MpOption::AddAddr { addr_id: id, addr: addr.0, port, hmac64: None, echo: true });
+        if let PathManagerKind::Endpoints { max_add_addr_accepted, .. } = self.cfg.path_manager {
+            if self.add_addr_accepted >= max_add_addr_accepted {
+                return;
+            }
+        }
+        self.add_addr_accepted = self.add_addr_accepted.saturating_add(1);
+        self.remote_addrs.retain(|&(i, _)| i != id);
+        self.remote_addrs.push((id, addr));
+        self.run_path_manager(now);
+    }
+
+    fn on_remove_addr(&mut self, now: SimTime, id: u8) {
+        self.remote_addrs.retain(|&(i, _)| i != id || i == 0);
+        for r in 0..self.subs.len() {
+            if !self.subs[r].gone && self.subs[r].remote_id == id {
+                self.reset_subflow(now, r);
+            }
+        }
+    }
+
+    /// Handles whatever the subflow reported, RTOs and ACK progress.
+    pub(super) fn after_subflow_activity(&mut self, now: SimTime, r: usize) {
+        while let Some(ev) = self.subs[r].sf.poll_event() {
+            self.on_subflow_event(now, r, ev);
+        }
+        let sub = &mut self.subs[r];
+        // Coupling counts only fully established subflows (spec 1.7).
+        self.cc[r].established = sub.ready && !sub.gone;
+        let una = sub.sf.snd_una();
+        if una > sub.una_seen {
+            sub.una_seen = una;
+            sub.pf = false;
+            while sub.tx_map.front().is_some_and(|m| m.ssn + m.len as u64 <= una) {
+                sub.tx_map.pop_front();
+            }
+        }
+        if sub.sf.stats.timeouts > sub.timeouts_seen {
+            sub.timeouts_seen = sub.sf.stats.timeouts;
+            if self.state != MpState::Fallback && sub.ready {
+                sub.pf = true;
+                self.reinject_from(r);
+            }
+        }
+    }
+
+    fn on_subflow_event(&mut self, now: SimTime, r: usize, ev: AppEvent) {
+        match ev {
+            AppEvent::Connected => self.on_subflow_connected(now, r),
+            AppEvent::Delivered { bytes } => self.on_subflow_data(r, bytes),
+            AppEvent::PeerClosed => {
+                if self.state == MpState::Fallback {
+                    self.on_peer_data_fin_reached();
+                }
+            }
+            AppEvent::SendComplete => {
+                if self.state == MpState::Fallback {
+                    self.data_fin_acked = true;
+                    self.events.push_back(AppEvent::SendComplete);
+                }
+            }
+            AppEvent::Failed => {
+                let initial_handshake = self.subs[r].kind == Kind::Initial && !self.connected_reported;
+                self.subflow_gone(r);
+                if initial_handshake {
+                    self.events.push_back(AppEvent::Failed);
+                }
+            }
+        }
+    }
+
+    fn on_subflow_connected(&mut self, now: SimTime, r: usize) {
+        let kind = self.subs[r].kind;
+        if self.state == MpState::Fallback && kind == Kind::Initial {
+            self.subs[r].ready = true;
+        }
+        self.cc[r].established = kind == Kind::Initial || self.subs[r].ready || self.is_client;
+        if kind == Kind::Initial && !self.connected_reported {
+            self.connected_reported = true;
+            self.events.push_back(AppEvent::Connected);
+            if self.state == MpState::Established {
+                self.announce_local_addrs();
+                self.run_path_manager(now);
+            }
+        }
+        if kind == Kind::Join {
+            self.subs[r].ready |= !self.is_client;
+        }
+    }
+
+    /// Closes subflow `r` abortively (RST) and reinjects what it carried.
+    pub(super) fn reset_subflow(&mut self, now: SimTime, r: usize) {
+        if self.subs[r].gone {
+            return;
+        }
+        let rst = self.subs[r].sf.abort(now);
+        self.out.push_back(rst);
+        self.subflow_gone(r);
+    }
+
+    pub(super) fn subflow_gone(&mut self, r: usize) {
+        if self.subs[r].gone {
+            return;
+        }
+        self.subs[r].gone = true;
+        self.subs[r].ready = false;
+        self.cc[r].established = false;
+        self.cc[r].can_send = false;
+        self.ctrl.on_subflow_removed(&self.cc, r);
+        self.reinject_from(r);
+    }
+
+    /// Queues every un-DATA_ACKed segment subflow `r` carried for another subflow.
+    fn reinject_from(&mut self, r: usize) {
+        let bit = 1u64 << (r % 64);
+        for seg in self.unacked.iter_mut() {
+            if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
+                seg.in_reinject_queue = true;
+                self.reinject.push_back(seg.dsn);
+            }
+        }
+    }
+
+    // ----- address management -----
+
+    /// ADD_ADDR for every local address but the initial one (fullmesh, signal endpoints).
+    fn announce_local_addrs(&mut self) {
+        let announces = match self.cfg.path_manager {
+            PathManagerKind::Fullmesh => true,
+            PathManagerKind::Endpoints { .. } => !self.is_client,
+            _ => false,
+        };
+        if !announces {
+            return;
+        }
+        let initial = self.subs.first().map(|s| s.local());
+        let addrs: Vec<LocalAddr> = self.cfg.local_addrs.iter().copied().filter(|a| Some(a.addr) != initial && a.up).collect();
+        for a in addrs {
+            self.announce_addr(a);
+        }
+    }
+
+    fn announce_addr(&mut self, a: LocalAddr) {
+        let hmac = crypto::add_addr_hmac64(self.local_key, self.remote_key, a.id, a.addr.0, None);
+        self.announce.push_back(MpOption::AddAddr { addr_id: a.id, addr: a.addr.0, port: None, hmac64: Some(hmac), echo: false });
+    }
+
+    /// Opens the subflows the path manager wants (client side).
+    pub(super) fn run_path_manager(&mut self, now: SimTime) {
+        if !self.is_client || self.state != MpState::Established || self.subs.first().is_none_or(|s| !s.sf.state.is_synchronised()) {
+            return;
+        }
+        let initial_remote = self.remote_addrs.first().map(|&(_, a)| a).unwrap_or_default();
+        let wanted: Vec<(LocalAddr, u8, Addr)> = match self.cfg.path_manager {
+            PathManagerKind::Default => vec![],
+            PathManagerKind::Fullmesh => {
+                let remotes = self.remote_addrs.clone();
+                self.cfg.local_addrs.iter().filter(|a| a.up).flat_map(|&l| remotes.iter().map(move |&(id, ra)| (l, id, ra))).collect()
+            }
+            PathManagerKind::Ndiffports(n) => {
+                let live = self.subs.iter().filter(|s| !s.gone).count();
+                let l = self.cfg.local_addrs[0];
+                (live..n.max(1) as usize).map(|_| (l, 0, initial_remote)).collect()
+            }
+            PathManagerKind::Endpoints { max_subflows, .. } => {
+                let extra = self.subs.iter().filter(|s| s.kind == Kind::Join).count();
+                let room = (max_subflows as usize).saturating_sub(extra);
+                let remotes: Vec<(u8, Addr)> = self.remote_addrs.clone();
+                let mut v: Vec<(LocalAddr, u8, Addr)> =
+                    self.cfg.local_addrs.iter().skip(1).filter(|a| a.up).map(|&l| (l, 0, initial_remote)).collect();
+                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.cfg.local_addrs[0], id, ra)));
+                v.truncate(room);
+                v
+            }
+        };
+        let ndiff = matches!(self.cfg.path_manager, PathManagerKind::Ndiffports(_));
+        for (l, rid, ra) in wanted {
+            let exists = self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra);
+            if !exists || ndiff {
+                self.open_join(now, l, rid, ra);
+            }
+        }
+    }
+
+    fn open_join(&mut self, _now: SimTime, l: LocalAddr, remote_id: u8, remote: Addr) {
+        let port = self.next_port;
+        self.next_port = self.next_port.wrapping_add(1).max(1024);
+        let tcp = Self::subflow_tcp(&self.cfg.tcp);
+        let sf = Subflow::connect(tcp, (l.addr, port), (remote, self.remote_port));
+        let nonce = self.rng.next_u32();
+        self.push_sub(Sub::new(sf, Kind::Join, l.id, remote_id, l.backup, nonce));
+        self.mevents.push_back(MptcpEvent::SubflowOpened { local: l.addr, local_port: port, remote, remote_port: self.remote_port });
+    }
+
+    /// A SYN with MP_JOIN on a new 4-tuple (server side).
+    fn accept_join(&mut self, now: SimTime, syn: &Packet) -> bool {
+        let Some(MpOption::JoinSyn { token, nonce, addr_id, backup }) = syn.ext.mptcp().map(|m| m.option) else {
+            return false;
+        };
+        if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) {
+            return false;
+        }
+        if let PathManagerKind::Endpoints { max_subflows, .. } = self.cfg.path_manager {
+            if self.subs.iter().filter(|s| s.kind == Kind::Join).count() >= max_subflows as usize {
+                return false;
+            }
+        }
+        let tcp = Self::subflow_tcp(&self.cfg.tcp);
+        let sf = Subflow::accept(tcp, syn);
+        let local_backup = self.cfg.local_addrs.iter().any(|a| a.addr == syn.dst && a.backup);
+        let my_nonce = self.rng.next_u32();
+        let id = self.local_id_of(syn.dst);
+        let r = self.push_sub(Sub::new(sf, Kind::Join, id, addr_id, backup || local_backup, my_nonce));
+        self.subs[r].remote_nonce = nonce;
+        self.mevents.push_back(MptcpEvent::SubflowOpened { local: syn.dst, local_port: syn.dport, remote: syn.src, remote_port: syn.sport });
+        let _ = now;
+        true
+    }
+
+    /// The host's interface with address `addr` went down or came up.
+    pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
+        let Some(i) = self.cfg.local_addrs.iter().position(|a| a.addr == addr) else { return };
+        if self.cfg.local_addrs[i].up == up {
+            return;
+        }
+        self.cfg.local_addrs[i].up = up;
+        let a = self.cfg.local_addrs[i];
+        if up {
+            if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) {
+                if matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client {
+                    self.announce_addr(a);
+                }
+            }
+            self.run_path_manager(now);
+            return;
+        }
+        for r in 0..self.subs.len() {
+            if !self.subs[r].gone && self.subs[r].local() == addr {
+                self.reset_subflow(now, r);
+            }
+        }
+        if self.state == MpState::Established {
+            self.announce.push_back(MpOption::RemoveAddr { ids: [a.id, 0, 0, 0], n: 1 });
+        }
+    }
+}

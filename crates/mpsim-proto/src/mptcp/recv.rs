@@ -1,0 +1,138 @@
+//! Data-level receive side (spec sections 6 and 7): mappings received on
+//! each subflow translate in-order subflow bytes into DSN ranges, which
+//! the connection reassembles in its shared buffer; DATA_ACKs free the
+//! sender's data and move the connection-level window.
+
+use super::connection::{MpState, MptcpConnection};
+use crate::tcp::AppEvent;
+use mpsim_core::mptcp::DssMapping;
+use mpsim_core::{Packet, SimTime};
+
+/// Extends a 32-bit sequence value to the 64-bit one closest to `near`.
+pub(super) fn expand32(low: u64, near: u64) -> u64 {
+    let low = low & 0xffff_ffff;
+    let base = (near & !0xffff_ffff) | low;
+    [base.wrapping_sub(1 << 32), base, base.wrapping_add(1 << 32)]
+        .into_iter()
+        .min_by_key(|c| c.abs_diff(near))
+        .unwrap_or(base)
+}
+
+impl MptcpConnection {
+    /// A DSS mapping arrived on subflow `r` with segment `pkt`.
+    pub(super) fn on_mapping(&mut self, r: usize, pkt: &Packet, map: DssMapping, data_fin: bool) {
+        let near = self.remote_idsn.wrapping_add(self.rcv.rcv_nxt);
+        let abs = if pkt.ext.mptcp().and_then(|m| m.dss).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
+        let dsn = abs.wrapping_sub(self.remote_idsn);
+        if pkt.payload_bytes > 0 {
+            self.subs[r].rx_map.insert(pkt.seq, (dsn, pkt.payload_bytes));
+        }
+        if data_fin {
+            // The DATA_FIN takes the last DSN of its mapping.
+            self.peer_data_fin = Some(dsn + (map.len as u64).max(1) - 1);
+            self.check_peer_data_fin();
+        }
+    }
+
+    /// Subflow `r` delivered `bytes` more in order: hand them to the connection.
+    pub(super) fn on_subflow_data(&mut self, r: usize, bytes: u64) {
+        let sub = &mut self.subs[r];
+        let (start, end) = (sub.rx_seen, sub.rx_seen + bytes);
+        sub.rx_seen = end;
+        sub.rx_bytes += bytes;
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        if self.state == MpState::Fallback {
+            ranges.push((start, end)); // infinite mapping: DSN = SSN
+        } else {
+            for (&ssn, &(dsn, len)) in sub.rx_map.range(..end) {
+                let s = ssn.max(start);
+                let e = (ssn + len as u64).min(end);
+                if s < e {
+                    ranges.push((dsn + (s - ssn), dsn + (e - ssn)));
+                }
+            }
+            let keep = sub.rx_map.split_off(&end);
+            let last = sub.rx_map.iter().next_back().filter(|(&ssn, &(_, len))| ssn + len as u64 > end).map(|(&k, &v)| (k, v));
+            sub.rx_map = keep;
+            if let Some((k, v)) = last {
+                sub.rx_map.insert(k, v);
+            }
+        }
+        for (s, e) in ranges {
+            let out = self.rcv.on_data(s, e);
+            if out.delivered > 0 {
+                self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
+            }
+        }
+        self.check_peer_data_fin();
+    }
+
+    fn check_peer_data_fin(&mut self) {
+        if !self.peer_closed && self.peer_data_fin == Some(self.rcv.rcv_nxt) {
+            self.rcv.rcv_nxt += 1;
+            self.on_peer_data_fin_reached();
+        }
+    }
+
+    pub(super) fn on_peer_data_fin_reached(&mut self) {
+        if !self.peer_closed {
+            self.peer_closed = true;
+            self.events.push_back(AppEvent::PeerClosed);
+        }
+    }
+
+    /// A DATA_ACK (absolute, 64-bit or low 32 bits) with the peer's window.
+    pub(super) fn on_data_ack(&mut self, now: SimTime, ack: u64, ack64: bool, wnd_bytes: u64) {
+        let near = self.local_idsn.wrapping_add(self.data_una);
+        let abs = if ack64 { ack } else { expand32(ack, near) };
+        self.on_data_ack_rel(now, abs.wrapping_sub(self.local_idsn), wnd_bytes);
+    }
+
+    /// Fallback: the subflow's cumulative ACK is the data-level one.
+    pub(super) fn on_fallback_ack(&mut self, now: SimTime, pkt: &Packet) {
+        if pkt.flags.has(mpsim_core::TcpFlags::ACK) {
+            self.on_data_ack_rel(now, pkt.ack.min(self.data_nxt), pkt.wnd_bytes);
+        }
+    }
+
+    fn on_data_ack_rel(&mut self, now: SimTime, rel: u64, wnd_bytes: u64) {
+        let fin = self.data_fin_sent as u64;
+        if rel < self.data_una || rel > self.data_nxt + fin {
+            return;
+        }
+        self.snd_wnd_right = self.snd_wnd_right.max(rel + wnd_bytes);
+        if rel == self.data_una {
+            return;
+        }
+        self.data_una = rel;
+        while self.unacked.front().is_some_and(|s| s.dsn + s.len as u64 <= rel) {
+            self.unacked.pop_front();
+        }
+        if let Some(head) = self.unacked.front_mut() {
+            if head.dsn < rel {
+                // Partly acknowledged: keep the rest.
+                head.len -= (rel - head.dsn) as u32;
+                head.dsn = rel;
+            }
+        }
+        self.meta_backoff = 0;
+        self.meta_rto_at = None;
+        if self.data_fin_sent && rel > self.data_nxt && !self.data_fin_acked {
+            self.data_fin_acked = true;
+            self.events.push_back(AppEvent::SendComplete);
+        }
+        self.arm_meta_timer(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand32;
+
+    #[test]
+    fn thirty_two_bit_values_extend_to_the_nearest() {
+        assert_eq!(expand32(5, 0x1_0000_0000), 0x1_0000_0005);
+        assert_eq!(expand32(0xffff_fff0, 0x1_0000_0010), 0xffff_fff0);
+        assert_eq!(expand32(0x10, 0x1_ffff_fff0), 0x2_0000_0010);
+    }
+}

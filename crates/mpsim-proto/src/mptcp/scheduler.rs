@@ -1,0 +1,127 @@
+//! Packet schedulers (spec section 11): which subflow takes the next
+//! segment. `default` is the out-of-tree Linux lowest-RTT-first scheduler,
+//! `roundrobin` and `redundant` its two alternatives.
+
+use super::connection::MptcpConnection;
+use super::send::NextSeg;
+use super::SchedulerKind;
+use mpsim_cc::CaState;
+use mpsim_core::SimTime;
+
+impl MptcpConnection {
+    /// Subflow `r` may be scheduled at all (its window aside).
+    fn usable(&self, r: usize) -> bool {
+        let s = &self.subs[r];
+        s.ready && !s.gone && !s.pf && s.sf.state.can_send() && self.cc[r].ca_state != CaState::Loss
+    }
+
+    fn has_room(&self, r: usize) -> bool {
+        self.subs[r].sf.has_send_room(&self.cc[r])
+    }
+
+    fn carried(seg: &NextSeg, mask: u64, r: usize) -> bool {
+        seg.reinject.is_some() && mask & (1u64 << (r % 64)) != 0
+    }
+
+    /// The subflow for `seg`, or None to wait.
+    pub(super) fn pick(&mut self, seg: &NextSeg) -> Option<usize> {
+        if seg.reinject.is_none() && seg.dsn + seg.len as u64 > self.snd_wnd_right {
+            return None;
+        }
+        self.pick_ignoring_window(seg)
+    }
+
+    pub(super) fn pick_ignoring_window(&mut self, seg: &NextSeg) -> Option<usize> {
+        match self.cfg.scheduler {
+            SchedulerKind::RoundRobin => self.pick_round_robin(seg),
+            _ => self.pick_lowest_rtt(seg),
+        }
+    }
+
+    fn mask_of(&self, seg: &NextSeg) -> u64 {
+        seg.reinject.map_or(0, |i| self.unacked[i].path_mask)
+    }
+
+    /// Out-of-tree Linux `default`: non-backup subflows first; among the
+    /// usable ones with window space and that have not carried the
+    /// segment, the lowest SRTT. If a usable subflow of the class is only
+    /// waiting for window space, wait for it rather than fall back.
+    fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
+        let mask = self.mask_of(seg);
+        for backup in [false, true] {
+            let class: Vec<usize> = (0..self.subs.len()).filter(|&r| self.subs[r].backup == backup && self.usable(r)).collect();
+            let fresh: Vec<usize> = class.iter().copied().filter(|&r| !Self::carried(seg, mask, r)).collect();
+            if fresh.is_empty() {
+                continue;
+            }
+            let best = fresh
+                .iter()
+                .copied()
+                .filter(|&r| self.has_room(r))
+                .min_by(|&a, &b| self.cc[a].srtt_s().total_cmp(&self.cc[b].srtt_s()).then(a.cmp(&b)));
+            return best;
+        }
+        None
+    }
+
+    /// Out-of-tree Linux `roundrobin` (one segment per turn, cwnd-limited):
+    /// the next usable subflow after the last one used. Backup flags are ignored.
+    fn pick_round_robin(&mut self, seg: &NextSeg) -> Option<usize> {
+        let n = self.subs.len();
+        let mask = self.mask_of(seg);
+        let start = self.rr_last.wrapping_add(1);
+        let r = (0..n).map(|k| (start + k) % n).find(|&r| self.usable(r) && self.has_room(r) && !Self::carried(seg, mask, r))?;
+        self.rr_last = r;
+        Some(r)
+    }
+
+    /// Out-of-tree Linux `redundant`: every segment on every usable
+    /// non-backup subflow. Each subflow walks the unacknowledged data from
+    /// its own pointer, then takes new data.
+    pub(super) fn schedule_redundant(&mut self, now: SimTime) {
+        let n = self.subs.len();
+        let non_backup_usable = (0..n).any(|r| !self.subs[r].backup && self.usable(r));
+        loop {
+            let mut sent = false;
+            for k in 0..n {
+                let r = (self.rr_last.wrapping_add(1 + k)) % n;
+                let backup_ok = !non_backup_usable;
+                if !self.usable(r) || !self.has_room(r) || (self.subs[r].backup && !backup_ok) {
+                    continue;
+                }
+                if let Some(seg) = self.redundant_next_for(r, backup_ok) {
+                    self.rr_last = r;
+                    self.subs[r].redundant_next = seg.dsn + seg.len as u64;
+                    self.transmit_on(now, r, seg);
+                    sent = true;
+                }
+            }
+            if !sent {
+                break;
+            }
+        }
+    }
+
+    /// The next segment subflow `r` has not carried: an unacknowledged one
+    /// after its pointer, else new data. A backup subflow takes only data
+    /// never sent before.
+    fn redundant_next_for(&mut self, r: usize, backup_only_new: bool) -> Option<NextSeg> {
+        let from = self.subs[r].redundant_next.max(self.data_una);
+        let bit = 1u64 << (r % 64);
+        if !backup_only_new {
+            let i = self.unacked.partition_point(|s| s.dsn < from);
+            if let Some(s) = self.unacked.get(i).copied() {
+                if s.path_mask & bit == 0 {
+                    self.unacked[i].in_reinject_queue = true;
+                    return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
+                }
+            }
+        }
+        if self.data_nxt >= self.app_end {
+            return None;
+        }
+        let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
+        let seg = NextSeg { dsn: self.data_nxt, len, reinject: None };
+        (seg.dsn + len as u64 <= self.snd_wnd_right).then_some(seg)
+    }
+}

@@ -1,0 +1,293 @@
+//! The sending side: collects what every subflow has to send, decorates it
+//! with MPTCP options (handshake, DSS mapping and DATA_ACK, address
+//! management), and asks the scheduler where new and reinjected data goes.
+
+use super::connection::{Kind, MetaSeg, MpState, MptcpConnection, TxMap};
+use super::crypto;
+use super::SchedulerKind;
+use crate::tcp::CcCtx;
+use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
+use mpsim_core::{Packet, PacketExt, SimTime, TcpFlags};
+
+/// TCP option space (bytes) and what timestamps take of it.
+const TCP_OPTION_SPACE: u32 = 40;
+const TIMESTAMP_OPTION_BYTES: u32 = 12;
+
+/// Where the next segment comes from.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct NextSeg {
+    pub dsn: u64,
+    pub len: u32,
+    /// Index into `unacked` for a reinjection.
+    pub reinject: Option<usize>,
+}
+
+impl MptcpConnection {
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
+        if self.out.is_empty() {
+            self.fill(now);
+        }
+        self.out.pop_front()
+    }
+
+    fn fill(&mut self, now: SimTime) {
+        let wnd = self.rcv.window_bytes();
+        for r in 0..self.subs.len() {
+            if !self.subs[r].gone {
+                self.subs[r].sf.set_advertised_window(Some(wnd));
+                self.drain_subflow(now, r);
+            }
+        }
+        if matches!(self.state, MpState::Established | MpState::Fallback) {
+            match self.cfg.scheduler {
+                SchedulerKind::Redundant if self.state == MpState::Established => self.schedule_redundant(now),
+                _ => self.schedule(now),
+            }
+            self.maybe_send_data_fin(now);
+            self.send_announcements(now);
+            self.maybe_close_subflows();
+        }
+        self.arm_meta_timer(now);
+    }
+
+    /// Everything subflow `r` wants to send by itself (handshake,
+    /// retransmissions, ACKs, and data already assigned to it).
+    pub(super) fn drain_subflow(&mut self, now: SimTime, r: usize) {
+        loop {
+            let sub = &mut self.subs[r];
+            let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
+            let Some(p) = sub.sf.poll_transmit(now, &mut cx) else { break };
+            let p = self.decorate(r, p);
+            self.out.push_back(p);
+        }
+        self.after_subflow_activity(now, r);
+    }
+
+    /// Default and round-robin scheduling: one segment at a time.
+    fn schedule(&mut self, now: SimTime) {
+        loop {
+            let Some(seg) = self.next_segment() else { break };
+            match self.pick(&seg) {
+                Some(r) => self.transmit_on(now, r, seg),
+                None => {
+                    if seg.reinject.is_none() && self.window_blocked(&seg) {
+                        self.opportunistic_retransmit(now);
+                    }
+                    break;
+                }
+            }
+        }
+    }
+
+    /// The reinjection at the head of the queue, else new data within the
+    /// connection-level window.
+    fn next_segment(&mut self) -> Option<NextSeg> {
+        while let Some(&dsn) = self.reinject.front() {
+            match self.unacked.iter().position(|s| s.dsn == dsn && s.in_reinject_queue) {
+                Some(i) if self.reinjection_possible(i) => {
+                    let s = self.unacked[i];
+                    return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
+                }
+                Some(i) => {
+                    // Every live subflow carried it: their own retransmissions repair it.
+                    self.unacked[i].in_reinject_queue = false;
+                    self.reinject.pop_front();
+                }
+                None => {
+                    self.reinject.pop_front();
+                }
+            }
+        }
+        if self.data_nxt >= self.app_end {
+            return None;
+        }
+        let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
+        Some(NextSeg { dsn: self.data_nxt, len, reinject: None })
+    }
+
+    fn reinjection_possible(&self, i: usize) -> bool {
+        let mask = self.unacked[i].path_mask;
+        self.subs.iter().enumerate().any(|(r, s)| s.ready && !s.gone && mask & (1u64 << (r % 64)) == 0)
+    }
+
+    fn window_blocked(&self, seg: &NextSeg) -> bool {
+        seg.dsn + seg.len as u64 > self.snd_wnd_right
+    }
+
+    /// Sends `seg` on subflow `r`.
+    pub(super) fn transmit_on(&mut self, now: SimTime, r: usize, seg: NextSeg) {
+        let bit = 1u64 << (r % 64);
+        match seg.reinject {
+            Some(i) => {
+                let s = &mut self.unacked[i];
+                s.path_mask |= bit;
+                s.in_reinject_queue = false;
+                self.reinject.retain(|&d| d != seg.dsn);
+                self.subs[r].reinjected_bytes += seg.len as u64;
+                self.stats.reinjected_bytes += seg.len as u64;
+            }
+            None => {
+                self.unacked.push_back(MetaSeg { dsn: seg.dsn, len: seg.len, path_mask: bit, in_reinject_queue: false });
+                self.data_nxt += seg.len as u64;
+            }
+        }
+        let sub = &mut self.subs[r];
+        sub.tx_map.push_back(TxMap { ssn: sub.sf.snd_nxt, dsn: seg.dsn, len: seg.len });
+        sub.sf.send(seg.len as u64);
+        self.drain_subflow(now, r);
+    }
+
+    /// Linux's opportunistic retransmission and penalisation (spec 11.1),
+    /// when the connection-level window blocks new data.
+    fn opportunistic_retransmit(&mut self, now: SimTime) {
+        let Some(head) = self.unacked.front().copied() else { return };
+        let probe = NextSeg { dsn: head.dsn, len: head.len, reinject: None };
+        let Some(s) = self.pick_ignoring_window(&probe) else { return };
+        let Some(o) = (0..self.subs.len()).find(|&o| head.path_mask & (1u64 << (o % 64)) != 0 && o != s) else { return };
+        let (srtt_s, srtt_o) = (self.cc[s].srtt_s(), self.cc[o].srtt_s());
+        if srtt_s < srtt_o && self.cc[o].ca_state == mpsim_cc::CaState::Open && self.penalise_ok(now, s, o) {
+            let c = &mut self.cc[o];
+            let before = c.cwnd_pkts;
+            c.cwnd_pkts = (c.cwnd_pkts / 2.0).max(1.0);
+            if before >= c.ssthresh_pkts {
+                c.ssthresh_pkts = (c.ssthresh_pkts / 2.0).max(2.0);
+            }
+        }
+        if head.path_mask & (1u64 << (s % 64)) == 0 && (self.cc[o].cwnd_pkts <= 4.0 || 4.0 * srtt_s < srtt_o) {
+            let i = 0;
+            self.unacked[i].in_reinject_queue = true;
+            self.transmit_on(now, s, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(i) });
+        }
+    }
+
+    /// At most one penalisation of `o` per SRTT of `s`.
+    fn penalise_ok(&mut self, now: SimTime, s: usize, o: usize) -> bool {
+        let srtt = self.subs[s].sf.rtt.srtt.unwrap_or_default();
+        let last = &mut self.subs[o].last_penalised;
+        if last.is_some_and(|t| now - t < srtt) {
+            return false;
+        }
+        *last = Some(now);
+        true
+    }
+
+    /// MPTCP options for a segment subflow `r` produced.
+    fn decorate(&mut self, r: usize, mut p: Packet) -> Packet {
+        if self.state == MpState::Fallback || p.flags.has(TcpFlags::RST) {
+            return p;
+        }
+        let option = self.handshake_option(r, &p);
+        let mut dss = None;
+        if !p.flags.has(TcpFlags::SYN) && !matches!(option, MpOption::CapableAck { .. }) && self.state == MpState::Established {
+            dss = Some(self.dss_for(r, &p));
+        }
+        self.attach(&mut p, MptcpOpts { dss, option });
+        p
+    }
+
+    fn handshake_option(&mut self, r: usize, p: &Packet) -> MpOption {
+        let syn = p.flags.has(TcpFlags::SYN);
+        let sub = &mut self.subs[r];
+        match (sub.kind, self.is_client, syn) {
+            (Kind::Initial, true, true) => MpOption::CapableSyn { version: 1, checksum: false },
+            (Kind::Initial, false, true) => MpOption::CapableSynAck { version: 1, checksum: false, key: self.local_key },
+            (Kind::Join, true, true) => {
+                MpOption::JoinSyn { token: self.remote_token, nonce: sub.local_nonce, addr_id: sub.local_id, backup: sub.backup }
+            }
+            (Kind::Join, false, true) => MpOption::JoinSynAck {
+                hmac64: crypto::join_synack_hmac64(self.local_key, self.remote_key, sub.local_nonce, sub.remote_nonce),
+                nonce: sub.local_nonce,
+                addr_id: sub.local_id,
+                backup: sub.backup,
+            },
+            (kind, client, false) if sub.third_ack_pending => {
+                sub.third_ack_pending = false;
+                match (kind, client) {
+                    (Kind::Initial, true) => MpOption::CapableAck { version: 1, checksum: false, sender_key: self.local_key, receiver_key: self.remote_key },
+                    (Kind::Join, true) => MpOption::JoinAck {
+                        hmac: crypto::join_ack_hmac160(self.local_key, self.remote_key, sub.local_nonce, sub.remote_nonce),
+                    },
+                    _ => MpOption::None,
+                }
+            }
+            _ => MpOption::None,
+        }
+    }
+
+    /// DATA_ACK, plus the mapping of the payload if there is one.
+    fn dss_for(&self, r: usize, p: &Packet) -> Dss {
+        let data_ack = Some(self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
+        let mut dss = Dss { data_ack, ack64: true, dsn64: true, ..Default::default() };
+        if p.payload_bytes > 0 {
+            let sub = &self.subs[r];
+            let i = sub.tx_map.partition_point(|m| m.ssn < p.seq);
+            if let Some(m) = sub.tx_map.get(i).filter(|m| m.ssn == p.seq) {
+                dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(m.dsn), ssn: m.ssn as u32, len: m.len as u16 });
+            }
+        }
+        dss
+    }
+
+    /// Puts `opts` on `p`, trimming SACK blocks to the option space left
+    /// (as Linux does), and counts the bytes on the wire.
+    pub(super) fn attach(&self, p: &mut Packet, opts: MptcpOpts) {
+        let mp = opts.len_bytes();
+        let room = TCP_OPTION_SPACE.saturating_sub(TIMESTAMP_OPTION_BYTES + mp);
+        let max_blocks = if room >= 10 { ((room - 2) / 8).min(3) as u8 } else { 0 };
+        if p.sack.len > max_blocks {
+            p.wire_bytes -= p.sack.option_bytes();
+            p.sack.len = max_blocks;
+            p.wire_bytes += p.sack.option_bytes();
+        }
+        p.wire_bytes += mp;
+        p.ext = PacketExt::Mptcp(opts);
+    }
+
+    fn maybe_send_data_fin(&mut self, now: SimTime) {
+        if !self.close_requested || self.data_nxt < self.app_end || self.data_fin_sent {
+            return;
+        }
+        if self.state == MpState::Fallback {
+            self.data_fin_sent = true;
+            self.subs[0].sf.close();
+            self.drain_subflow(now, 0);
+            return;
+        }
+        let Some(r) = self.best_ready_subflow() else { return };
+        let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
+        let mut dss = self.dss_for(r, &p);
+        dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.data_nxt), ssn: 0, len: 1 });
+        dss.data_fin = true;
+        self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
+        self.out.push_back(p);
+        self.data_fin_sent = true;
+    }
+
+    fn send_announcements(&mut self, now: SimTime) {
+        while let Some(&option) = self.announce.front() {
+            let Some(r) = self.best_ready_subflow() else { return };
+            let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
+            let dss = self.dss_for(r, &p);
+            self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
+            self.out.push_back(p);
+            self.announce.pop_front();
+        }
+    }
+
+    /// Both DATA_FINs done: close every subflow with FIN.
+    fn maybe_close_subflows(&mut self) {
+        if self.state != MpState::Established || self.subflows_closed || !(self.data_fin_acked && self.peer_closed) {
+            return;
+        }
+        self.subflows_closed = true;
+        for s in self.subs.iter_mut().filter(|s| !s.gone) {
+            s.sf.close();
+        }
+    }
+
+    pub(super) fn best_ready_subflow(&self) -> Option<usize> {
+        (0..self.subs.len())
+            .filter(|&r| self.subs[r].ready && !self.subs[r].gone && self.subs[r].sf.state.is_synchronised())
+            .min_by(|&a, &b| self.cc[a].srtt_s().total_cmp(&self.cc[b].srtt_s()).then(a.cmp(&b)))
+    }
+}

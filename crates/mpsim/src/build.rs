@@ -1,7 +1,8 @@
 //! Building the world from a spec: nodes, links and their directions,
 //! routes, flows with their applications, and the initial events.
 
-use crate::flows::{make_app, Flow};
+use crate::flows::{make_app, Flow, MptcpFlow};
+use mpsim_proto::{PathManagerKind, SchedulerKind};
 use crate::report::Sampler;
 use crate::sim::{BuildError, Ev, Link, Node, Simulation};
 use crate::spec::{CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QueueSpec, Spec, TransportSpec};
@@ -113,7 +114,7 @@ impl Simulation {
                 dirs.push(LinkDir::new(dir_params(d), SimRng::new(spec.seed, stream)));
                 traces_bw.push(d.bandwidth_trace.clone().filter(|t| !t.is_empty()));
             }
-            links.push(Link { name: l.name.clone(), a, b, events: l.events.clone() });
+            links.push(Link { name: l.name.clone(), strip_mptcp: l.strip_mptcp, a, b, events: l.events.clone() });
         }
         let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
         let routes = topo.routes();
@@ -131,6 +132,7 @@ impl Simulation {
             routes,
             endpoints: Vec::new(),
             demux: FxHashMap::default(),
+            tokens: FxHashMap::default(),
             flows: Vec::new(),
             work: Vec::new(),
             sampler: Sampler::new(spec),
@@ -164,8 +166,8 @@ impl Simulation {
     fn build_flow(&self, i: usize, f: &FlowSpec, spec: &Spec, index: &NodeIndex) -> Result<Flow, BuildError> {
         let what = format!("flow '{}'", f.name);
         match f.transport {
-            TransportSpec::Tcp | TransportSpec::Udp => {}
-            TransportSpec::Mptcp | TransportSpec::Cmt => {
+            TransportSpec::Tcp | TransportSpec::Udp | TransportSpec::Mptcp => {}
+            TransportSpec::Cmt => {
                 return Err(invalid(format!("{what}: transport '{:?}' is not available in this version", f.transport).to_lowercase()))
             }
         }
@@ -199,6 +201,13 @@ impl Simulation {
             }
             Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
         }
+        if f.transport == TransportSpec::Mptcp {
+            if !mpsim_cc::MPTCP_ALGORITHMS.contains(&f.cc.as_str()) {
+                return Err(invalid(format!("{what}: congestion control '{}' is not available for mptcp (use one of {:?})", f.cc, mpsim_cc::MPTCP_ALGORITHMS)));
+            }
+            Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
+        }
+        let mptcp = if f.transport == TransportSpec::Mptcp { Some(self.mptcp_flow(f, &client_links, &what)?) } else { None };
         if f.mss_bytes == 0 || f.rcvbuf_bytes < f.mss_bytes as u64 {
             return Err(invalid(format!("{what}: rcvbuf must hold at least one segment")));
         }
@@ -220,6 +229,8 @@ impl Simulation {
             spec: f.clone(),
             app,
             client,
+            mptcp,
+            fallback: false,
             server_addr: iface_addr(server_link, server_side),
             server_port: port,
             server_link,
@@ -234,6 +245,34 @@ impl Simulation {
             requests: Vec::new(),
             udp_port: port,
         })
+    }
+
+    fn mptcp_flow(&self, f: &FlowSpec, client_links: &[(LinkId, u32)], what: &str) -> Result<MptcpFlow, BuildError> {
+        let scheduler = match f.scheduler.as_deref().unwrap_or("default") {
+            "default" => SchedulerKind::Default,
+            "roundrobin" => SchedulerKind::RoundRobin,
+            "redundant" => SchedulerKind::Redundant,
+            other => return Err(invalid(format!("{what}: unknown scheduler '{other}'"))),
+        };
+        let path_manager = match f.path_manager.as_deref().unwrap_or("fullmesh") {
+            "default" => PathManagerKind::Default,
+            "fullmesh" => PathManagerKind::Fullmesh,
+            "ndiffports" => PathManagerKind::Ndiffports(f.subflows.unwrap_or(2).max(1)),
+            "endpoints" => PathManagerKind::Endpoints {
+                max_subflows: f.max_subflows.unwrap_or(2).min(8),
+                max_add_addr_accepted: f.max_add_addr_accepted.unwrap_or(0).min(8),
+            },
+            other => return Err(invalid(format!("{what}: unknown path manager '{other}'"))),
+        };
+        let mut backup_links = Vec::new();
+        for name in f.backup_interfaces.iter().flatten() {
+            let l = client_links
+                .iter()
+                .find(|(l, _)| self.links[l.index()].name == *name)
+                .ok_or_else(|| invalid(format!("{what}: backup interface '{name}' is not one of the client's interfaces")))?;
+            backup_links.push(l.0);
+        }
+        Ok(MptcpFlow { scheduler, path_manager, backup_links })
     }
 
     fn schedule_initial_events(&mut self, spec: &Spec) {

@@ -6,7 +6,12 @@ use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
 use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
-use mpsim_proto::{AppEvent, TcpConfig, TcpConnection};
+use crate::endpoint::EpKind;
+use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManagerKind, SchedulerKind, TcpConfig, TcpConnection};
+
+/// Ports reserved per connection: the first for the initial subflow, the
+/// rest for the subflows MPTCP adds.
+const MPTCP_PORTS_PER_CONNECTION: u16 = 16;
 
 /// Wire bytes of a UDP datagram beyond its payload (Ethernet 14 + IPv4 20 + UDP 8).
 pub const UDP_HEADER_BYTES: u32 = 42;
@@ -19,10 +24,6 @@ pub(crate) enum Demux {
     Udp { flow: u32 },
 }
 
-pub(crate) enum EpKind {
-    Tcp(Box<TcpConnection>),
-    Closed,
-}
 
 pub(crate) struct Endpoint {
     pub kind: EpKind,
@@ -39,6 +40,15 @@ pub(crate) struct Endpoint {
     pub delivered_bytes: u64,
 }
 
+/// MPTCP settings of a flow.
+#[derive(Clone, Debug)]
+pub(crate) struct MptcpFlow {
+    pub scheduler: SchedulerKind,
+    pub path_manager: PathManagerKind,
+    /// Links whose client interface is a backup path.
+    pub backup_links: Vec<LinkId>,
+}
+
 /// One connection of a flow: its two endpoints (once they exist).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ConnSlot {
@@ -50,6 +60,8 @@ pub(crate) struct Flow {
     pub spec: FlowSpec,
     pub app: Box<dyn App>,
     pub client: NodeId,
+    /// MPTCP settings when the transport is mptcp.
+    pub mptcp: Option<MptcpFlow>,
     pub server_addr: Addr,
     pub server_port: u16,
     pub server_link: LinkId,
@@ -63,6 +75,8 @@ pub(crate) struct Flow {
     pub delivered_bytes: u64,
     pub udp_sent_bytes: u64,
     pub completion: Option<SimTime>,
+    /// An MPTCP connection of this flow fell back to TCP.
+    pub fallback: bool,
     pub requests: Vec<(u32, u64, SimTime, SimTime)>,
     pub udp_port: u16,
 }
@@ -151,25 +165,19 @@ impl Simulation {
         }
     }
 
-    fn with_conn(&mut self, flow: u32, conn: u32, side: Side, f: impl FnOnce(&mut TcpConnection)) {
+    fn with_conn(&mut self, flow: u32, conn: u32, side: Side, f: impl FnOnce(&mut EpKind)) {
         if let Some(ep) = self.endpoint_of(flow, conn, side) {
-            if let EpKind::Tcp(c) = &mut self.endpoints[ep as usize].kind {
-                f(c);
-                self.work.push(ep);
-            }
+            f(&mut self.endpoints[ep as usize].kind);
+            self.work.push(ep);
         }
     }
 
     fn apply(&mut self, flow: u32, cmd: AppCmd) {
         match cmd {
             AppCmd::Connect { conn } => self.connect(flow, conn),
-            AppCmd::Write { conn, side, bytes } => self.with_conn(flow, conn, side, |c| {
-                if bytes == UNLIMITED_BYTES {
-                    c.send_unlimited()
-                } else {
-                    c.send(bytes)
-                }
-            }),
+            AppCmd::Write { conn, side, bytes } => {
+                self.with_conn(flow, conn, side, |c| c.write((bytes != UNLIMITED_BYTES).then_some(bytes)))
+            }
             AppCmd::Pause { conn, side } => self.with_conn(flow, conn, side, |c| c.pause()),
             AppCmd::Close { conn, side } => self.with_conn(flow, conn, side, |c| c.close()),
             AppCmd::Datagram { bytes } => self.send_datagram(flow, bytes),
@@ -184,9 +192,13 @@ impl Simulation {
         }
     }
 
-    fn alloc_port(&mut self) -> u16 {
+    /// `n` consecutive ephemeral ports (MPTCP takes a block for its subflows).
+    fn alloc_ports(&mut self, n: u16) -> u16 {
+        if self.next_port > 60999 - n {
+            self.next_port = 32768;
+        }
         let p = self.next_port;
-        self.next_port = if p >= 60999 { 32768 } else { p + 1 };
+        self.next_port += n;
         p
     }
 
@@ -198,25 +210,23 @@ impl Simulation {
 
     fn connect(&mut self, flow: u32, conn: u32) {
         let (addr, link) = self.client_addr(flow);
-        let port = self.alloc_port();
+        let port = self.alloc_ports(MPTCP_PORTS_PER_CONNECTION);
         let f = &self.flows[flow as usize];
-        let (server_addr, server_port, cfg, client) = (f.server_addr, f.server_port, f.tcp, f.client);
-        let Ok(c) = TcpConnection::connect(cfg, &f.spec.cc, (addr, port), (server_addr, server_port)) else {
-            return; // the controller name was checked when the world was built
+        let (server_addr, server_port, client) = (f.server_addr, f.server_port, f.client);
+        let kind = match &f.mptcp {
+            None => match TcpConnection::connect(f.tcp, &f.spec.cc, (addr, port), (server_addr, server_port)) {
+                Ok(c) => EpKind::Tcp(Box::new(c)),
+                Err(_) => return, // the controller name was checked when the world was built
+            },
+            Some(m) => {
+                let cfg = self.mptcp_config(flow, conn, Side::Client, m, self.client_local_addrs(flow), port);
+                match MptcpConnection::connect(cfg, (server_addr, server_port)) {
+                    Ok(c) => EpKind::Mptcp(Box::new(c)),
+                    Err(_) => return,
+                }
+            }
         };
-        let ep = self.endpoints.len() as u32;
-        self.endpoints.push(Endpoint {
-            kind: EpKind::Tcp(Box::new(c)),
-            host: client,
-            flow,
-            conn,
-            side: Side::Client,
-            generation: 0,
-            scheduled: None,
-            client_link: link,
-            retransmitted_bytes: 0,
-            delivered_bytes: 0,
-        });
+        let ep = self.push_endpoint(kind, client, flow, conn, Side::Client, link);
         self.demux.insert(demux_key(addr, port, server_addr, server_port), Demux::Ep(ep));
         self.demux.insert(demux_key(server_addr, server_port, addr, port), Demux::Pending { flow, conn });
         let slots = &mut self.flows[flow as usize].conns;
@@ -228,28 +238,82 @@ impl Simulation {
         self.work.push(ep);
     }
 
-    /// The server side of `conn` is created by the client's SYN.
-    pub(crate) fn accept(&mut self, flow: u32, conn: u32, host: NodeId, syn: &Packet, key: u128) {
-        if !syn.flags.has(mpsim_core::TcpFlags::SYN) || syn.flags.has(mpsim_core::TcpFlags::ACK) {
-            return;
-        }
-        let f = &self.flows[flow as usize];
-        let Ok(c) = TcpConnection::accept(f.tcp, &f.spec.cc, syn) else { return };
-        let client_link = f.conns[conn as usize].client_ep;
-        let client_link = self.endpoints[client_link as usize].client_link;
+    fn push_endpoint(&mut self, kind: EpKind, host: NodeId, flow: u32, conn: u32, side: Side, client_link: LinkId) -> u32 {
         let ep = self.endpoints.len() as u32;
         self.endpoints.push(Endpoint {
-            kind: EpKind::Tcp(Box::new(c)),
+            kind,
             host,
             flow,
             conn,
-            side: Side::Server,
+            side,
             generation: 0,
             scheduled: None,
             client_link,
             retransmitted_bytes: 0,
             delivered_bytes: 0,
         });
+        ep
+    }
+
+    /// The client's usable interfaces; the first one up is the initial address (id 0).
+    fn client_local_addrs(&self, flow: u32) -> Vec<(LinkId, u32)> {
+        let f = &self.flows[flow as usize];
+        let mut links = f.client_links.clone();
+        links.rotate_left(f.active);
+        links
+    }
+
+    fn mptcp_config(&self, flow: u32, conn: u32, side: Side, m: &MptcpFlow, ifaces: Vec<(LinkId, u32)>, port_base: u16) -> MptcpConfig {
+        let f = &self.flows[flow as usize];
+        let local_addrs = ifaces
+            .iter()
+            .enumerate()
+            .map(|(i, &(l, s))| LocalAddr {
+                addr: mpsim_net::iface_addr(l, s),
+                id: i as u8,
+                backup: m.backup_links.contains(&l),
+                up: self.dirs[(2 * l.0 + s) as usize].params.up,
+            })
+            .collect();
+        let side_bit = (side == Side::Server) as u64;
+        MptcpConfig {
+            tcp: f.tcp,
+            cc: f.spec.cc.clone(),
+            scheduler: m.scheduler,
+            path_manager: m.path_manager,
+            local_addrs,
+            port_base,
+            seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
+        }
+    }
+
+    /// The server side of `conn` is created by the client's SYN.
+    pub(crate) fn accept(&mut self, flow: u32, conn: u32, host: NodeId, syn: &Packet, key: u128) {
+        if !syn.flags.has(mpsim_core::TcpFlags::SYN) || syn.flags.has(mpsim_core::TcpFlags::ACK) {
+            return;
+        }
+        let f = &self.flows[flow as usize];
+        let kind = match &f.mptcp {
+            None => match TcpConnection::accept(f.tcp, &f.spec.cc, syn) {
+                Ok(c) => EpKind::Tcp(Box::new(c)),
+                Err(_) => return,
+            },
+            Some(m) => {
+                // The address the SYN came to is the initial one (id 0).
+                let mut ifaces = self.nodes[host.index()].ifaces.clone();
+                if let Some(i) = ifaces.iter().position(|&(l, s)| mpsim_net::iface_addr(l, s) == syn.dst) {
+                    ifaces[..=i].rotate_right(1);
+                }
+                let cfg = self.mptcp_config(flow, conn, Side::Server, m, ifaces, syn.dport);
+                match MptcpConnection::accept(cfg, syn) {
+                    Ok(c) => EpKind::Mptcp(Box::new(c)),
+                    Err(_) => return,
+                }
+            }
+        };
+        let client_ep = f.conns[conn as usize].client_ep;
+        let client_link = self.endpoints[client_ep as usize].client_link;
+        let ep = self.push_endpoint(kind, host, flow, conn, Side::Server, client_link);
         self.demux.insert(key, Demux::Ep(ep));
         self.flows[flow as usize].conns[conn as usize].server_ep = Some(ep);
         self.work.push(ep);
@@ -288,6 +352,9 @@ impl Simulation {
         for &k in dirs {
             let dir = 2 * link + k;
             self.apply_dir_change(dir, &ev);
+        }
+        if let Some(up) = ev.up {
+            self.notify_mptcp_interfaces(LinkId(link), up);
         }
         if ev.up == Some(false) {
             self.on_link_down(LinkId(link));
@@ -344,6 +411,22 @@ impl Simulation {
         }
     }
 
+    /// MPTCP endpoints on either end of `link` learn that the interface
+    /// went down or came up (their path managers react).
+    fn notify_mptcp_interfaces(&mut self, link: LinkId, up: bool) {
+        for ep in 0..self.endpoints.len() {
+            let e = &mut self.endpoints[ep];
+            let EpKind::Mptcp(c) = &mut e.kind else { continue };
+            for side in 0..2 {
+                if self.topo.end(link, side) == e.host {
+                    c.set_local_addr_up(self.now, mpsim_net::iface_addr(link, side), up);
+                    self.work.push(ep as u32);
+                }
+            }
+        }
+        self.drain_work();
+    }
+
     fn on_link_down(&mut self, link: LinkId) {
         for i in 0..self.flows.len() {
             let f = &self.flows[i];
@@ -375,9 +458,7 @@ impl Simulation {
 
     fn abort(&mut self, ep: u32) {
         let e = &mut self.endpoints[ep as usize];
-        if let EpKind::Tcp(c) = &e.kind {
-            e.retransmitted_bytes = c.sf.stats.retransmitted_bytes;
-        }
+        e.retransmitted_bytes = e.kind.retransmitted_bytes();
         e.kind = EpKind::Closed;
         e.generation = e.generation.wrapping_add(1);
         e.scheduled = None;

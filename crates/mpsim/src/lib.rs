@@ -3,6 +3,7 @@
 //! applications, and produces the run summary and the columnar traces.
 
 mod build;
+mod endpoint;
 mod flows;
 pub mod pcap;
 mod report;

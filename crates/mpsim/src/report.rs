@@ -2,7 +2,7 @@
 //! into column buffers (interfaces like ifstat, flows, subflows), request
 //! records, and the run summary of SCENARIO-FORMAT.md.
 
-use crate::flows::EpKind;
+use crate::endpoint::EpKind;
 use crate::sim::{Ev, Simulation};
 use crate::spec::{AppSpec, Spec, TransportSpec};
 use mpsim_core::{Packet, SimDuration, SimTime};
@@ -47,6 +47,23 @@ struct FlowCols {
     goodput_bps: Vec<f64>,
 }
 
+/// What one subflow sample reads.
+struct SubflowRow<'a> {
+    sf: &'a mpsim_proto::tcp::Subflow,
+    cc: &'a mpsim_cc::SubflowCc,
+    reinjected_bytes: u64,
+}
+
+#[derive(Default)]
+struct ConnectionCols {
+    time_s: Vec<f64>,
+    flow: Vec<u32>,
+    connection: Vec<i64>,
+    side: Vec<&'static str>,
+    rcv_buffer_bytes: Vec<i64>,
+    ooo_bytes: Vec<i64>,
+}
+
 #[derive(Default)]
 struct SubflowCols {
     time_s: Vec<f64>,
@@ -60,6 +77,29 @@ struct SubflowCols {
     bytes_in_flight: Vec<i64>,
     bytes_delivered: Vec<i64>,
     retransmissions: Vec<i64>,
+    reinjected_bytes: Vec<i64>,
+}
+
+impl SubflowCols {
+    /// A row for a subflow that has sent data.
+    fn push_row(&mut self, t_s: f64, flow: u32, conn: u32, subflow: usize, side: &'static str, r: &SubflowRow) {
+        if r.sf.stats.bytes_sent == 0 {
+            return;
+        }
+        let mss = r.sf.cfg.mss_bytes as f64;
+        self.time_s.push(t_s);
+        self.flow.push(flow);
+        self.connection.push(conn as i64);
+        self.subflow.push(subflow as i64);
+        self.side.push(side);
+        self.cwnd_bytes.push(r.cc.cwnd_pkts * mss);
+        self.ssthresh_bytes.push((r.cc.ssthresh_pkts * mss).min(1e15));
+        self.srtt_s.push(r.sf.rtt.srtt.map_or(f64::NAN, |s| s.as_secs_f64()));
+        self.bytes_in_flight.push(r.sf.bytes_in_flight() as i64);
+        self.bytes_delivered.push(r.sf.stats.bytes_acked as i64);
+        self.retransmissions.push(r.sf.stats.retransmitted_segs as i64);
+        self.reinjected_bytes.push(r.reinjected_bytes as i64);
+    }
 }
 
 pub(crate) struct Sampler {
@@ -73,6 +113,7 @@ pub(crate) struct Sampler {
     flows: FlowCols,
     last_flow: Vec<u64>,
     subflows: SubflowCols,
+    connections: ConnectionCols,
     last_time: SimTime,
 }
 
@@ -89,6 +130,7 @@ impl Sampler {
             flows: FlowCols::default(),
             last_flow: vec![0; spec.flows.len()],
             subflows: SubflowCols::default(),
+            connections: ConnectionCols::default(),
             last_time: SimTime::ZERO,
         }
     }
@@ -157,30 +199,103 @@ impl Simulation {
 
     fn sample_subflows(&mut self, t_s: f64) {
         for e in &self.endpoints {
-            let EpKind::Tcp(conn) = &e.kind else { continue };
-            let sf = &conn.sf;
-            if sf.stats.bytes_sent == 0 {
-                continue;
+            let side = if e.side == Side::Client { "client" } else { "server" };
+            match &e.kind {
+                EpKind::Tcp(conn) => {
+                    let row = SubflowRow { sf: &conn.sf, cc: conn.cc(), reinjected_bytes: 0 };
+                    self.sampler.subflows.push_row(t_s, e.flow, e.conn, 0, side, &row);
+                }
+                EpKind::Mptcp(conn) => {
+                    for (i, s) in conn.subflows().enumerate() {
+                        let row = SubflowRow { sf: s.sf, cc: s.cc, reinjected_bytes: s.reinjected_bytes };
+                        self.sampler.subflows.push_row(t_s, e.flow, e.conn, i, side, &row);
+                    }
+                    let c = &mut self.sampler.connections;
+                    c.time_s.push(t_s);
+                    c.flow.push(e.flow);
+                    c.connection.push(e.conn as i64);
+                    c.side.push(side);
+                    // The application reads at once: only out-of-order data occupies the buffer.
+                    c.rcv_buffer_bytes.push(conn.rcv_buffer_bytes() as i64);
+                    c.ooo_bytes.push(conn.rcv_buffer_bytes() as i64);
+                }
+                EpKind::Closed => {}
             }
-            let cc = conn.cc();
-            let mss = sf.cfg.mss_bytes as f64;
-            let c = &mut self.sampler.subflows;
-            c.time_s.push(t_s);
-            c.flow.push(e.flow);
-            c.connection.push(e.conn as i64);
-            c.subflow.push(0);
-            c.side.push(if e.side == Side::Client { "client" } else { "server" });
-            c.cwnd_bytes.push(cc.cwnd_pkts * mss);
-            c.ssthresh_bytes.push((cc.ssthresh_pkts * mss).min(1e15));
-            c.srtt_s.push(sf.rtt.srtt.map_or(f64::NAN, |s| s.as_secs_f64()));
-            c.bytes_in_flight.push(sf.bytes_in_flight() as i64);
-            c.bytes_delivered.push(sf.stats.bytes_acked as i64);
-            c.retransmissions.push(sf.stats.retransmitted_segs as i64);
         }
     }
 
     fn names<T: Copy>(&self, idx: &[T], f: impl Fn(T) -> String) -> Column {
         Column::Str(idx.iter().map(|&i| f(i)).collect())
+    }
+
+    fn link_name_of(&self, a: mpsim_core::Addr) -> String {
+        mpsim_net::iface_of_addr(a).and_then(|(l, _)| self.links.get(l.index())).map_or_else(|| a.to_string(), |l| l.name.clone())
+    }
+
+    /// Per-path entries of flow `i` and its retransmitted bytes. TCP
+    /// connections are merged per (client, server) interface pair; MPTCP
+    /// subflows are listed one by one.
+    fn subflow_summaries(&self, i: usize, dur_s: f64) -> (Vec<Value>, u64) {
+        let f = &self.flows[i];
+        // (client iface, server iface, client port or 0) -> (delivered, retransmitted, reinjected, backup)
+        let mut rows: Vec<((String, String, u16), [u64; 3], bool)> = Vec::new();
+        let mut add = |key: (String, String, u16), d: u64, r: u64, j: u64, b: bool| match rows.iter_mut().find(|x| x.0 == key) {
+            Some(x) => {
+                x.1[0] += d;
+                x.1[1] += r;
+                x.1[2] += j;
+                x.2 |= b;
+            }
+            None => rows.push((key, [d, r, j], b)),
+        };
+        let server_iface = self.links[f.server_link.index()].name.clone();
+        let mut retx_total = 0;
+        for e in self.endpoints.iter().filter(|e| e.flow == i as u32) {
+            let receiving = e.side == f.receiver;
+            match &e.kind {
+                EpKind::Mptcp(c) => {
+                    for s in c.subflows() {
+                        let (client, server, port) = if e.side == Side::Client {
+                            (s.sf.local, s.sf.remote, s.sf.local_port)
+                        } else {
+                            (s.sf.remote, s.sf.local, s.sf.remote_port)
+                        };
+                        let retx = s.sf.stats.retransmitted_bytes;
+                        retx_total += retx;
+                        let key = (self.link_name_of(client), self.link_name_of(server), port);
+                        add(key, if receiving { s.rx_bytes } else { 0 }, retx, s.reinjected_bytes, s.backup);
+                    }
+                }
+                kind => {
+                    let retx = match kind {
+                        EpKind::Closed => e.retransmitted_bytes,
+                        k => k.retransmitted_bytes(),
+                    };
+                    retx_total += retx;
+                    let key = (self.links[e.client_link.index()].name.clone(), server_iface.clone(), 0);
+                    add(key, if receiving { e.delivered_bytes } else { 0 }, retx, 0, false);
+                }
+            }
+        }
+        let is_mptcp = f.mptcp.is_some();
+        let out = rows
+            .iter()
+            .map(|((ci, si, _), [d, r, j], b)| {
+                let mut v = json!({
+                    "client_interface": ci,
+                    "server_interface": si,
+                    "bytes_delivered": d,
+                    "goodput_bps": rate_bps(*d, dur_s),
+                    "retransmitted_bytes": r,
+                });
+                if is_mptcp {
+                    v["reinjected_bytes"] = json!(j);
+                    v["backup"] = json!(b);
+                }
+                v
+            })
+            .collect();
+        (out, retx_total)
     }
 
     /// The trace tables, as columns.
@@ -221,12 +336,25 @@ impl Simulation {
                 ("bytes_in_flight".into(), Column::I64(u.bytes_in_flight.clone())),
                 ("bytes_delivered".into(), Column::I64(u.bytes_delivered.clone())),
                 ("retransmissions".into(), Column::I64(u.retransmissions.clone())),
+                ("reinjected_bytes".into(), Column::I64(u.reinjected_bytes.clone())),
+            ],
+        };
+        let c = &s.connections;
+        let connections = Table {
+            columns: vec![
+                ("time_s".into(), Column::F64(c.time_s.clone())),
+                ("flow".into(), self.names(&c.flow, |k| self.flows[k as usize].spec.name.clone())),
+                ("connection".into(), Column::I64(c.connection.clone())),
+                ("side".into(), Column::Str(c.side.iter().map(|s| s.to_string()).collect())),
+                ("rcv_buffer_bytes".into(), Column::I64(c.rcv_buffer_bytes.clone())),
+                ("ooo_bytes".into(), Column::I64(c.ooo_bytes.clone())),
             ],
         };
         vec![
             ("interfaces".into(), interfaces),
             ("flows".into(), flows),
             ("subflows".into(), subflows),
+            ("connections".into(), connections),
             ("requests".into(), self.requests_table()),
         ]
     }
@@ -295,37 +423,7 @@ impl Simulation {
         let until = f.completion.unwrap_or(self.now);
         let dur_s = (until - start).as_secs_f64();
         let goodput = rate_bps(f.delivered_bytes, dur_s);
-        let mut by_iface: Vec<(u32, u64, u64)> = Vec::new(); // (link, delivered, retransmitted)
-        let mut retx_total = 0;
-        for e in self.endpoints.iter().filter(|e| e.flow == i as u32) {
-            let (retx, delivered) = match &e.kind {
-                EpKind::Tcp(c) => (c.sf.stats.retransmitted_bytes, e.delivered_bytes),
-                EpKind::Closed => (e.retransmitted_bytes, e.delivered_bytes),
-            };
-            retx_total += retx;
-            let delivered = if e.side == f.receiver { delivered } else { 0 };
-            match by_iface.iter_mut().find(|x| x.0 == e.client_link.0) {
-                Some(x) => {
-                    x.1 += delivered;
-                    x.2 += retx;
-                }
-                None => by_iface.push((e.client_link.0, delivered, retx)),
-            }
-        }
-        by_iface.sort_by_key(|x| x.0);
-        let server_iface = self.links[f.server_link.index()].name.clone();
-        let subflows: Vec<Value> = by_iface
-            .iter()
-            .map(|&(l, d, r)| {
-                json!({
-                    "client_interface": self.links[l as usize].name,
-                    "server_interface": server_iface,
-                    "bytes_delivered": d,
-                    "goodput_bps": rate_bps(d, dur_s),
-                    "retransmitted_bytes": r,
-                })
-            })
-            .collect();
+        let (subflows, retx_total) = self.subflow_summaries(i, dur_s);
         let requests: Vec<Value> = f
             .requests
             .iter()
@@ -345,6 +443,7 @@ impl Simulation {
             "completion_time_s": f.completion.map(|c| (c - start).as_secs_f64()),
             "retransmitted_bytes": retx_total,
             "subflows": subflows,
+            "fallback": f.fallback,
             "requests": requests,
         });
         if matches!(f.spec.app, AppSpec::Cbr { .. }) || f.spec.transport == TransportSpec::Udp {

@@ -3,7 +3,10 @@
 //! deliver one packet per event, endpoints get one wakeup each (a later
 //! deadline keeps the earlier event; stale ones are skipped by generation).
 
-use crate::flows::{Demux, Endpoint, EpKind, Flow};
+use crate::endpoint::EpKind;
+use crate::flows::{Demux, Endpoint, Flow};
+use mpsim_core::mptcp::MpOption;
+use mpsim_proto::MptcpEvent;
 use crate::report::Sampler;
 use mpsim_core::{Addr, EventQueue, LinkId, NodeId, Packet, PacketId, PacketPool, SimTime};
 use mpsim_net::{iface_of_addr, EnqueueOutcome, LinkDir, NodeKind, Routes, Topology};
@@ -42,6 +45,8 @@ pub(crate) struct Node {
 
 pub(crate) struct Link {
     pub name: String,
+    /// A middlebox on this link removes MPTCP options.
+    pub strip_mptcp: bool,
     pub a: NodeId,
     pub b: NodeId,
     pub events: Vec<crate::spec::LinkEventSpec>,
@@ -60,6 +65,8 @@ pub struct Simulation {
     pub(crate) routes: Routes,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) demux: FxHashMap<u128, Demux>,
+    /// MPTCP tokens of server-side connections, for incoming MP_JOINs.
+    pub(crate) tokens: FxHashMap<u32, u32>,
     pub(crate) flows: Vec<Flow>,
     pub(crate) work: Vec<u32>,
     pub(crate) sampler: Sampler,
@@ -71,6 +78,9 @@ pub struct Simulation {
     pub(crate) wall_s: f64,
     pub(crate) next_port: u16,
 }
+
+/// Wire bytes of an RST without options (Ethernet, IPv4, TCP, timestamps).
+const TCP_RST_WIRE_BYTES: u32 = 66;
 
 /// Demux key of a packet as its receiver sees it.
 pub(crate) fn demux_key(local: Addr, local_port: u16, remote: Addr, remote_port: u16) -> u128 {
@@ -96,24 +106,21 @@ impl Simulation {
     pub fn packet_hops(&self) -> u64 {
         self.packet_hops
     }
-    /// One line per live endpoint (flow, connection, side, TCP state), for debugging.
+    /// One line per live subflow (flow, connection, side, TCP state), for debugging.
     pub fn endpoint_lines(&self) -> Vec<String> {
-        self.endpoints
-            .iter()
-            .filter_map(|e| match &e.kind {
-                crate::flows::EpKind::Tcp(c) => Some(format!(
-                    "flow {} conn {} {:?}: {} cwnd={:.2} ssthresh={:.2} ca={:?}",
-                    e.flow,
-                    e.conn,
-                    e.side,
-                    c.sf.debug_line(),
-                    c.cc().cwnd_pkts,
-                    c.cc().ssthresh_pkts,
-                    c.cc().ca_state
-                )),
-                crate::flows::EpKind::Closed => None,
-            })
-            .collect()
+        let mut lines = Vec::new();
+        for e in &self.endpoints {
+            let head = format!("flow {} conn {} {:?}", e.flow, e.conn, e.side);
+            let line = |i: usize, sf: &mpsim_proto::tcp::Subflow, cc: &mpsim_cc::SubflowCc| {
+                format!("{head} sf {i}: {} cwnd={:.2} ssthresh={:.2} ca={:?}", sf.debug_line(), cc.cwnd_pkts, cc.ssthresh_pkts, cc.ca_state)
+            };
+            match &e.kind {
+                EpKind::Tcp(c) => lines.push(line(0, &c.sf, c.cc())),
+                EpKind::Mptcp(c) => lines.extend(c.subflows().enumerate().map(|(i, s)| line(i, s.sf, s.cc))),
+                EpKind::Closed => {}
+            }
+        }
+        lines
     }
 
     pub fn is_done(&self) -> bool {
@@ -218,6 +225,11 @@ impl Simulation {
     }
 
     pub(crate) fn transmit(&mut self, dir: u32, pid: PacketId) {
+        if self.links[(dir / 2) as usize].strip_mptcp {
+            let p = self.pool.get_mut(pid);
+            p.wire_bytes -= p.ext.option_bytes();
+            p.ext = Default::default();
+        }
         let wire = self.pool.get(pid).wire_bytes;
         let d = &mut self.dirs[dir as usize];
         match d.enqueue(self.now, pid, wire) {
@@ -262,16 +274,34 @@ impl Simulation {
         let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
         match self.demux.get(&key).copied() {
             Some(Demux::Ep(ep)) => {
-                if let EpKind::Tcp(c) = &mut self.endpoints[ep as usize].kind {
-                    c.handle_segment(self.now, &pkt);
-                    self.work.push(ep);
-                    self.drain_work();
-                }
+                self.endpoints[ep as usize].kind.handle_segment(self.now, &pkt);
+                self.work.push(ep);
+                self.drain_work();
             }
             Some(Demux::Pending { flow, conn }) => self.accept(flow, conn, host, &pkt, key),
             Some(Demux::Udp { flow }) => self.flows[flow as usize].on_datagram(pkt.payload_bytes as u64, self.now),
-            None => {}
+            None => self.unmatched_segment(host, &pkt),
         }
+    }
+
+    /// An MP_JOIN SYN goes to the connection owning its token; anything
+    /// else for no connection is answered with RST (RFC 9293), as an
+    /// MP_JOIN with an unknown token must be.
+    fn unmatched_segment(&mut self, host: NodeId, pkt: &Packet) {
+        if pkt.flags.has(mpsim_core::TcpFlags::RST) || pkt.proto != mpsim_core::Proto::Tcp {
+            return;
+        }
+        if let Some(MpOption::JoinSyn { token, .. }) = pkt.ext.mptcp().map(|m| m.option) {
+            if let Some(&ep) = self.tokens.get(&token) {
+                if self.endpoints[ep as usize].kind.handle_segment(self.now, pkt) {
+                    self.work.push(ep);
+                    self.drain_work();
+                    return;
+                }
+            }
+        }
+        let rst = mpsim_proto::tcp::rst_reply(pkt, TCP_RST_WIRE_BYTES);
+        self.host_send(host, rst);
     }
 
     // ----- endpoints -----
@@ -282,10 +312,8 @@ impl Simulation {
             return;
         }
         e.scheduled = None;
-        if let EpKind::Tcp(c) = &mut e.kind {
-            if c.poll_timeout().is_some_and(|t| t <= self.now) {
-                c.handle_timeout(self.now);
-            }
+        if e.kind.poll_timeout().is_some_and(|t| t <= self.now) {
+            e.kind.handle_timeout(self.now);
         }
         self.work.push(ep);
         self.drain_work();
@@ -303,22 +331,30 @@ impl Simulation {
         let now = self.now;
         let e = &mut self.endpoints[ep as usize];
         let host = e.host;
-        let EpKind::Tcp(c) = &mut e.kind else { return };
+        if matches!(e.kind, EpKind::Closed) {
+            return;
+        }
         let mut out = std::mem::take(&mut self.sampler.scratch_packets);
-        while let Some(p) = c.poll_transmit(now) {
+        while let Some(p) = e.kind.poll_transmit(now) {
             out.push(p);
         }
         let mut events = std::mem::take(&mut self.sampler.scratch_events);
-        while let Some(ev) = c.poll_event() {
+        while let Some(ev) = e.kind.poll_event() {
             events.push(ev);
         }
-        let deadline = c.poll_timeout();
-        if let Some(t) = deadline {
+        let mut mevents = Vec::new();
+        while let Some(ev) = e.kind.poll_mptcp_event() {
+            mevents.push(ev);
+        }
+        if let Some(t) = e.kind.poll_timeout() {
             if e.scheduled.is_none_or(|s| t < s) {
                 e.generation = e.generation.wrapping_add(1);
                 e.scheduled = Some(t);
                 self.queue.push(t.max(now), Ev::Wakeup { ep, generation: e.generation });
             }
+        }
+        for ev in mevents {
+            self.mptcp_event(ep, ev);
         }
         for p in out.drain(..) {
             self.host_send(host, p);
@@ -328,5 +364,22 @@ impl Simulation {
             self.endpoint_event(ep, ev);
         }
         self.sampler.scratch_events = events;
+    }
+
+    fn mptcp_event(&mut self, ep: u32, ev: MptcpEvent) {
+        match ev {
+            MptcpEvent::SubflowOpened { local, local_port, remote, remote_port } => {
+                self.demux.insert(demux_key(local, local_port, remote, remote_port), Demux::Ep(ep));
+            }
+            MptcpEvent::Token(t) => {
+                if self.endpoints[ep as usize].side == mpsim_proto::apps::Side::Server {
+                    self.tokens.insert(t, ep);
+                }
+            }
+            MptcpEvent::Fallback => {
+                let f = self.endpoints[ep as usize].flow;
+                self.flows[f as usize].fallback = true;
+            }
+        }
     }
 }

@@ -177,6 +177,24 @@ pub struct FlowSpec {
     pub client_interfaces: Option<Vec<String>>,
     #[serde(default)]
     pub handover_after_down_ps: Option<u64>,
+    /// mptcp: default | roundrobin | redundant.
+    #[serde(default)]
+    pub scheduler: Option<String>,
+    /// mptcp: default | fullmesh | ndiffports | endpoints.
+    #[serde(default)]
+    pub path_manager: Option<String>,
+    /// mptcp ndiffports: subflows in all.
+    #[serde(default)]
+    pub subflows: Option<u8>,
+    /// mptcp: client interfaces (link names) whose subflows are backup.
+    #[serde(default)]
+    pub backup_interfaces: Option<Vec<String>>,
+    /// mptcp endpoints: extra subflows allowed (kernel default 2).
+    #[serde(default)]
+    pub max_subflows: Option<u8>,
+    /// mptcp endpoints: ADD_ADDRs accepted (kernel default 0).
+    #[serde(default)]
+    pub max_add_addr_accepted: Option<u8>,
 }
 
 fn default_cc() -> String {

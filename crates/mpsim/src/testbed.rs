@@ -113,6 +113,55 @@ impl Dumbbell {
     }
 }
 
+/// A multihomed client with two access paths to a router, a fast link
+/// from the router to the server. The paths are the bottlenecks.
+#[derive(Clone, Debug)]
+pub struct TwoPath {
+    pub bw_bps: [u64; 2],
+    /// One-way delay of each path.
+    pub delay_ms: [f64; 2],
+    pub queue_pkts: [u32; 2],
+    pub loss: [Value; 2],
+    pub duration_s: f64,
+    pub seed: u64,
+    /// Flows (name, transport, cc, app, extra keys).
+    pub flows: Vec<Value>,
+}
+
+impl TwoPath {
+    pub fn new(bw_bps: [u64; 2], delay_ms: [f64; 2]) -> Self {
+        let q = |i: usize| bdp_pkts(bw_bps[i], 2.0 * delay_ms[i]).max(10);
+        TwoPath { bw_bps, delay_ms, queue_pkts: [q(0), q(1)], loss: [no_loss(), no_loss()], duration_s: 60.0, seed: 1, flows: vec![] }
+    }
+
+    /// An MPTCP download over both paths with controller `cc`.
+    pub fn mptcp_flow(name: &str, cc: &str, app: Value) -> Value {
+        json!({"name": name, "transport": "mptcp", "client": "client", "server": "server", "app": app,
+               "start_ps": 0, "cc": cc, "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20,
+               "path_manager": "fullmesh", "scheduler": "default"})
+    }
+
+    /// A TCP download restricted to path `p1` or `p2`.
+    pub fn tcp_flow(name: &str, cc: &str, path: &str, app: Value) -> Value {
+        json!({"name": name, "transport": "tcp", "client": "client", "server": "server", "app": app,
+               "start_ps": 0, "cc": cc, "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20, "client_interfaces": [path]})
+    }
+
+    pub fn spec(&self) -> Value {
+        let nodes = json!([{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}]);
+        let mut links = vec![];
+        for i in 0..2 {
+            let d = dir(self.bw_bps[i], self.delay_ms[i], self.queue_pkts[i], self.loss[i].clone());
+            links.push(link(&format!("p{}", i + 1), "client", "r", d.clone(), d));
+        }
+        let fast = dir(self.bw_bps[0].max(self.bw_bps[1]).saturating_mul(100), 0.0, 100_000, no_loss());
+        links.push(link("wan", "r", "server", fast.clone(), fast));
+        json!({"name": "two-path", "seed": self.seed, "duration_ps": (self.duration_s * PS_PER_S as f64) as u64,
+               "sample_interval_ps": PS_PER_S, "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes,
+               "links": links, "flows": self.flows, "record": {"interfaces": true, "subflows": true, "pcap": []}})
+    }
+}
+
 /// Runs a spec to its end; returns the simulation (for traces) and its summary.
 pub fn run(spec: &Value) -> Result<(crate::Simulation, Value), crate::BuildError> {
     let mut sim = crate::Simulation::from_json(&spec.to_string())?;

@@ -105,3 +105,20 @@ pub const SYN_OPTION_BYTES: u32 = 8;
 
 #[cfg(test)]
 mod tests;
+
+/// The RST answering `pkt`, a segment no connection wants (RFC 9293 3.10.7.1).
+pub fn rst_reply(pkt: &mpsim_core::Packet, wire_bytes: u32) -> mpsim_core::Packet {
+    use mpsim_core::{Packet, TcpFlags};
+    let has_ack = pkt.flags.has(TcpFlags::ACK);
+    Packet {
+        src: pkt.dst,
+        dst: pkt.src,
+        sport: pkt.dport,
+        dport: pkt.sport,
+        flags: TcpFlags(if has_ack { TcpFlags::RST } else { TcpFlags::RST | TcpFlags::ACK }),
+        seq: if has_ack { pkt.ack } else { 0 },
+        ack: pkt.seq + pkt.seq_len(),
+        wire_bytes,
+        ..Default::default()
+    }
+}

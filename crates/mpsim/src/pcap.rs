@@ -50,6 +50,7 @@ const WINDOW_SCALE_SHIFT: u8 = 7;
 /// 1448-byte segments plus the 12 bytes of timestamps).
 const SYN_MSS_BYTES: u16 = 1460;
 
+const OPT_EOL: u8 = 0;
 const OPT_NOP: u8 = 1;
 const OPT_MSS: u8 = 2;
 const OPT_WSCALE: u8 = 3;
@@ -68,7 +69,8 @@ const SYN_BLOCK_NO_TS_BYTES: usize = 12;
 static ZEROS: [u8; 4096] = [0; 4096];
 
 /// Writes packets as a classic pcap stream (nanosecond timestamps, Ethernet
-/// link type) to any byte sink.
+/// link type) to any byte sink. Each packet is several small writes, so wrap
+/// a `File` in a `BufWriter`.
 pub struct PcapWriter<W: Write> {
     out: W,
     /// IPv4 identification of the next packet; wraps.
@@ -236,14 +238,22 @@ fn peer_isn(pkt: &Packet) -> u32 {
 /// bytes. When everything does not fit, SACK blocks go first (oldest first,
 /// as Linux trims them), then timestamps, then one of the MPTCP options
 /// (see [`mptcp_options`]).
+///
+/// The final padding is EOL (0) bytes, which RFC 9293 allows at the end of
+/// the list. Linux pads with NOPs, but Wireshark counts every NOP of a
+/// header and warns "4 NOP in a row" once there are four (the two before
+/// the timestamps plus two after a 26-byte DSS would trigger it).
 fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
-    let mptcp = pkt.ext.mptcp().map_or_else(Vec::new, |m| mptcp_options(m, pkt.payload_bytes));
+    let syn = pkt.flags.has(TcpFlags::SYN);
+    let floor = if syn { SYN_BLOCK_NO_TS_BYTES } else { 0 };
+    let mptcp =
+        pkt.ext.mptcp().map_or_else(Vec::new, |m| mptcp_options(m, pkt.payload_bytes, TCP_MAX_OPTION_BYTES - floor));
     let mptcp_bytes = pad4(mptcp.len());
     // RFC 7323: TSval is a clock of our choosing (ms here, wrapping); the
     // writer keeps no state to echo the peer's, so TSecr is 0.
     let ts_val = (time.as_ps() / PS_PER_MS) as u32;
     let mut out = Vec::with_capacity(TCP_MAX_OPTION_BYTES);
-    if pkt.flags.has(TcpFlags::SYN) {
+    if syn {
         let with_ts = SYN_BLOCK_BYTES + mptcp_bytes <= TCP_MAX_OPTION_BYTES;
         push_syn_options(&mut out, with_ts.then_some(ts_val));
     } else {
@@ -260,11 +270,7 @@ fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
         push_sack(&mut out, &pkt.sack, sack_blocks, peer_isn(pkt));
     }
     out.extend_from_slice(&mptcp);
-    while out.len() % 4 != 0 {
-        out.push(OPT_NOP);
-    }
-    // The limits above keep this a no-op; it guards the 40-byte invariant.
-    out.truncate(TCP_MAX_OPTION_BYTES);
+    out.resize(pad4(out.len()), OPT_EOL);
     out
 }
 
@@ -297,28 +303,26 @@ fn push_sack(out: &mut Vec<u8>, sack: &SackBlocks, n: usize, peer_isn: u32) {
     }
 }
 
-/// The MPTCP options of a segment, DSS first, unpadded. If the two do not
-/// fit in 40 bytes together (DSS with a 64-bit mapping and an ADD_ADDR),
-/// one is dropped: the DSS when it only carries a DATA_ACK (the next
-/// segment repeats it, as Linux sends ADD_ADDR on a pure ACK), else the
+/// The MPTCP options of a segment, DSS first, unpadded, taking at most
+/// `budget_bytes` once padded. If the two do not fit together (a DSS with a
+/// 64-bit mapping and an ADD_ADDR, or anything beside a SYN's own options),
+/// one is dropped: the DSS when it only carries a DATA_ACK (a later segment
+/// repeats it; Linux sends ADD_ADDR on a pure ACK for this reason), else the
 /// other option, since a mapping must not be lost.
-fn mptcp_options(opts: &MptcpOpts, payload_bytes: u32) -> Vec<u8> {
+fn mptcp_options(opts: &MptcpOpts, payload_bytes: u32, budget_bytes: usize) -> Vec<u8> {
     let mut dss = Vec::new();
     if let Some(d) = &opts.dss {
         push_dss(&mut dss, d, payload_bytes);
     }
     let mut other = Vec::new();
     push_mp_option(&mut other, &opts.option);
-    if pad4(dss.len() + other.len()) <= TCP_MAX_OPTION_BYTES {
+    if pad4(dss.len() + other.len()) <= budget_bytes {
         dss.extend_from_slice(&other);
         return dss;
     }
     let dss_maps = opts.dss.is_some_and(|d| d.mapping.is_some() || d.data_fin);
-    if dss_maps {
-        dss
-    } else {
-        other
-    }
+    let (kept, fallback) = if dss_maps { (dss, other) } else { (other, dss) };
+    [kept, fallback].into_iter().find(|o| pad4(o.len()) <= budget_bytes).unwrap_or_default()
 }
 
 /// Starts an MPTCP option; [`finish_option`] fills in its length.
@@ -470,13 +474,21 @@ fn push_capable_head(out: &mut Vec<u8>, version: u8, checksum: bool) -> usize {
 /// MP_CAPABLE on the first data segment (v1): both keys and the data-level
 /// length of the implied mapping `DSN = IDSN + 1, SSN = 1`. The option value
 /// holds no checksum, so it is computed here over the zero payload written.
-fn push_capable_data(out: &mut Vec<u8>, version: u8, checksum: bool, sender_key: u64, receiver_key: u64, data_len: u16) {
+fn push_capable_data(
+    out: &mut Vec<u8>,
+    version: u8,
+    checksum: bool,
+    sender_key: u64,
+    receiver_key: u64,
+    data_len: u16,
+) {
     let start = push_capable_head(out, version, checksum);
     out.extend_from_slice(&sender_key.to_be_bytes());
     out.extend_from_slice(&receiver_key.to_be_bytes());
     out.extend_from_slice(&data_len.to_be_bytes());
     if checksum {
-        let (_, idsn) = if version == 0 { crypto::token_idsn_v0(sender_key) } else { crypto::token_idsn_v1(sender_key) };
+        let (_, idsn) =
+            if version == 0 { crypto::token_idsn_v0(sender_key) } else { crypto::token_idsn_v1(sender_key) };
         // Zero payload bytes add nothing to the sum (crypto::dss_checksum).
         let c = crypto::dss_checksum(idsn.wrapping_add(1), 1, data_len, &[]);
         out.extend_from_slice(&c.to_be_bytes());
@@ -635,10 +647,12 @@ mod tests {
 
     #[test]
     fn ip_and_tcp_checksums_verify() {
-        let pkt = segment(TcpFlags::ACK | TcpFlags::PSH, 1001, sack(&[(3001, 4001)]), PacketExt::Mptcp(MptcpOpts {
-            dss: Some(data_dss()),
-            option: MpOption::None,
-        }));
+        let pkt = segment(
+            TcpFlags::ACK | TcpFlags::PSH,
+            1001,
+            sack(&[(3001, 4001)]),
+            PacketExt::Mptcp(MptcpOpts { dss: Some(data_dss()), option: MpOption::None }),
+        );
         let (_, frame) = frame_of(&pkt);
         let ip = &frame[ETH_HEADER_BYTES..ETH_HEADER_BYTES + IPV4_HEADER_BYTES];
         assert_eq!(fold(sum_be16(ip)), 0xffff);
@@ -680,13 +694,15 @@ mod tests {
             segment(TcpFlags::ACK, 1448, SackBlocks::default(), mptcp(ack32_map32, MpOption::None)),
             segment(TcpFlags::ACK, 0, sack(&[(3001, 4001), (5001, 6001)]), mptcp(ack_only, MpOption::None)),
             segment(TcpFlags::ACK, 0, SackBlocks::default(), mptcp(ack_only, MpOption::MpPrio { backup: true })),
-            segment(TcpFlags::ACK, 0, SackBlocks::default(), mptcp(ack_only, MpOption::AddAddr {
-                addr_id: 1,
-                addr: 0x0a00_0201,
-                port: None,
-                hmac64: Some(1),
-                echo: false,
-            })),
+            segment(
+                TcpFlags::ACK,
+                0,
+                SackBlocks::default(),
+                mptcp(
+                    ack_only,
+                    MpOption::AddAddr { addr_id: 1, addr: 0x0a00_0201, port: None, hmac64: Some(1), echo: false },
+                ),
+            ),
         ];
         for pkt in &cases {
             let (orig_len, frame) = frame_of(pkt);
@@ -698,13 +714,17 @@ mod tests {
     #[test]
     fn syn_frames_are_eight_bytes_longer_than_the_model_counts() {
         // MSS, SACK-permitted and window scale: 20 option bytes, not 12.
-        let ext = PacketExt::Mptcp(MptcpOpts { dss: None, option: MpOption::CapableSyn { version: 1, checksum: false } });
+        let ext =
+            PacketExt::Mptcp(MptcpOpts { dss: None, option: MpOption::CapableSyn { version: 1, checksum: false } });
         let pkt = segment(TcpFlags::SYN, 0, SackBlocks::default(), ext);
         let (orig_len, frame) = frame_of(&pkt);
         assert_eq!(orig_len, pkt.wire_bytes + 8);
         let opts = tcp_options_of(&frame);
         assert_eq!(&opts[..4], &[OPT_MSS, 4, 0x05, 0xb4]);
-        assert_eq!(option_kinds(&opts), vec![OPT_MSS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS, OPT_NOP, OPT_WSCALE, OPT_MPTCP]);
+        assert_eq!(
+            option_kinds(&opts),
+            vec![OPT_MSS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS, OPT_NOP, OPT_WSCALE, OPT_MPTCP]
+        );
         assert_eq!(&opts[20..], &hex("1e 04 01 01")[..]);
     }
 
@@ -750,7 +770,10 @@ mod tests {
 
     #[test]
     fn sack_blocks_are_trimmed_one_at_a_time() {
-        let ext = PacketExt::Mptcp(MptcpOpts { dss: Some(Dss { data_ack: Some(1), ..Default::default() }), option: MpOption::None });
+        let ext = PacketExt::Mptcp(MptcpOpts {
+            dss: Some(Dss { data_ack: Some(1), ..Default::default() }),
+            option: MpOption::None,
+        });
         let pkt = segment(TcpFlags::ACK, 0, sack(&[(1, 2), (3, 4), (5, 6)]), ext);
         let opts = tcp_options_of(&frame_of(&pkt).1);
         // 12 (TS) + 20 (two blocks) + 8 (DSS) = 40.
@@ -762,9 +785,10 @@ mod tests {
     fn a_mapping_dss_wins_over_add_addr_when_both_do_not_fit() {
         let add = MpOption::AddAddr { addr_id: 1, addr: 1, port: Some(1), hmac64: Some(1), echo: false };
         let with_map = MptcpOpts { dss: Some(data_dss()), option: add };
-        assert_eq!(mptcp_options(&with_map, 1448), dss(data_dss(), 1448));
-        let ack_only = MptcpOpts { dss: Some(Dss { data_ack: Some(1), ack64: true, ..Default::default() }), option: add };
-        assert_eq!(mptcp_options(&ack_only, 0).len(), 12 + 18);
+        assert_eq!(mptcp_options(&with_map, 1448, 40), dss(data_dss(), 1448));
+        let ack_only =
+            MptcpOpts { dss: Some(Dss { data_ack: Some(1), ack64: true, ..Default::default() }), option: add };
+        assert_eq!(mptcp_options(&ack_only, 0, 40).len(), 12 + 18);
         let pkt = segment(TcpFlags::ACK, 0, SackBlocks::default(), PacketExt::Mptcp(ack_only));
         // 12 (TS) + 32 > 40: timestamps go, both MPTCP options stay.
         let opts = tcp_options_of(&frame_of(&pkt).1);
@@ -785,9 +809,25 @@ mod tests {
     }
 
     #[test]
+    fn a_syn_never_exceeds_forty_option_bytes() {
+        let dss = Dss { checksum: Some(1), ..data_dss() }; // 28 bytes
+        let opts = MptcpOpts {
+            dss: Some(dss),
+            option: MpOption::JoinSynAck { hmac64: 1, nonce: 2, addr_id: 3, backup: false },
+        };
+        let pkt = segment(TcpFlags::SYN | TcpFlags::ACK, 0, SackBlocks::default(), PacketExt::Mptcp(opts));
+        let tcp_opts = tcp_options_of(&frame_of(&pkt).1);
+        assert_eq!(tcp_opts.len(), 40);
+        assert_eq!(&tcp_opts[SYN_BLOCK_NO_TS_BYTES..], &self::dss(dss, 0)[..]);
+    }
+
+    #[test]
     fn mp_capable_bytes_match_the_spec_examples() {
         assert_eq!(mp(MpOption::CapableSyn { version: 1, checksum: false }), hex("1e 04 01 01"));
-        assert_eq!(mp(MpOption::CapableSynAck { version: 1, checksum: false, key: KEY_B }), hex("1e 0c 01 01 fe dc ba 98 76 54 32 10"));
+        assert_eq!(
+            mp(MpOption::CapableSynAck { version: 1, checksum: false, key: KEY_B }),
+            hex("1e 0c 01 01 fe dc ba 98 76 54 32 10")
+        );
         assert_eq!(
             mp(MpOption::CapableAck { version: 1, checksum: false, sender_key: KEY_A, receiver_key: KEY_B }),
             hex("1e 14 01 01 01 23 45 67 89 ab cd ef fe dc ba 98 76 54 32 10")
@@ -797,8 +837,17 @@ mod tests {
     #[test]
     fn mp_capable_v0_and_checksum_forms_have_their_lengths_and_flags() {
         assert_eq!(mp(MpOption::CapableSyn { version: 0, checksum: true }), hex("1e 0c 00 81 00 00 00 00 00 00 00 00"));
-        assert_eq!(mp(MpOption::CapableSynAck { version: 0, checksum: false, key: KEY_B })[..4], hex("1e 0c 00 01")[..]);
-        let data = |checksum| MpOption::CapableData { version: 1, checksum, sender_key: KEY_A, receiver_key: KEY_B, data_len: 14 };
+        assert_eq!(
+            mp(MpOption::CapableSynAck { version: 0, checksum: false, key: KEY_B })[..4],
+            hex("1e 0c 00 01")[..]
+        );
+        let data = |checksum| MpOption::CapableData {
+            version: 1,
+            checksum,
+            sender_key: KEY_A,
+            receiver_key: KEY_B,
+            data_len: 14,
+        };
         let plain = mp(data(false));
         assert_eq!(plain.len(), 22);
         assert_eq!(&plain[20..], &[0x00, 0x0e]);
@@ -813,7 +862,10 @@ mod tests {
     #[test]
     fn mp_join_bytes_match_the_spec_examples() {
         let token_b = crypto::token_idsn_v1(KEY_B).0;
-        assert_eq!(mp(MpOption::JoinSyn { token: token_b, nonce: 0x0102_0304, addr_id: 2, backup: false }), hex("1e 0c 10 02 18 f9 78 1b 01 02 03 04"));
+        assert_eq!(
+            mp(MpOption::JoinSyn { token: token_b, nonce: 0x0102_0304, addr_id: 2, backup: false }),
+            hex("1e 0c 10 02 18 f9 78 1b 01 02 03 04")
+        );
         let hmac64 = crypto::join_synack_hmac64(KEY_B, KEY_A, 0x0a0b_0c0d, 0x0102_0304);
         assert_eq!(
             mp(MpOption::JoinSynAck { hmac64, nonce: 0x0a0b_0c0d, addr_id: 0, backup: false }),
@@ -866,7 +918,10 @@ mod tests {
             mp(MpOption::AddAddr { addr_id: 1, addr, port: None, hmac64: Some(hmac64), echo: false }),
             hex("1e 10 30 01 0a 00 02 01 e0 31 87 b7 14 3a 0a 2b")
         );
-        assert_eq!(mp(MpOption::AddAddr { addr_id: 1, addr, port: None, hmac64: None, echo: true }), hex("1e 08 31 01 0a 00 02 01"));
+        assert_eq!(
+            mp(MpOption::AddAddr { addr_id: 1, addr, port: None, hmac64: None, echo: true }),
+            hex("1e 08 31 01 0a 00 02 01")
+        );
         let with_port = mp(MpOption::AddAddr { addr_id: 1, addr, port: Some(10100), hmac64: Some(1), echo: false });
         assert_eq!(with_port.len(), 18);
         assert_eq!(&with_port[8..10], &[0x27, 0x74]);
@@ -883,10 +938,10 @@ mod tests {
     }
 
     #[test]
-    fn mp_prio_is_padded_with_a_nop() {
+    fn mp_prio_is_padded_with_an_eol() {
         let ext = PacketExt::Mptcp(MptcpOpts { dss: None, option: MpOption::MpPrio { backup: true } });
         let opts = tcp_options_of(&frame_of(&segment(TcpFlags::ACK, 0, SackBlocks::default(), ext)).1);
-        assert_eq!(&opts[12..], &hex("1e 03 51 01")[..]);
+        assert_eq!(&opts[12..], &hex("1e 03 51 00")[..]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod pcap;
 mod report;
 mod sim;
 pub mod spec;
+pub mod multipath;
 pub mod testbed;
 pub mod validation;
 

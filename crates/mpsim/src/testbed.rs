@@ -195,3 +195,63 @@ mod tests {
         assert_eq!(bdp_pkts(10_000_000, 40.0), 34);
     }
 }
+
+/// A shared bottleneck: an MPTCP client with two interfaces and a TCP
+/// client, both behind `s1`; the bottleneck `s1`-`s2`; the servers behind
+/// `s2`. Downloads cross the bottleneck b->a.
+#[derive(Clone, Debug)]
+pub struct SharedBottleneck {
+    pub bw_bps: u64,
+    pub delay_ms: f64,
+    pub queue_pkts: u32,
+    pub duration_s: f64,
+    pub seed: u64,
+    pub mptcp_cc: String,
+    pub tcp_cc: String,
+    /// Uniform random extra delay on every access link, to keep drop-tail
+    /// phase effects (Floyd and Jacobson 1992) out of the comparison.
+    pub access_jitter_ms: f64,
+}
+
+impl SharedBottleneck {
+    pub fn new(mptcp_cc: &str) -> Self {
+        let bw = 10_000_000;
+        SharedBottleneck {
+            bw_bps: bw,
+            delay_ms: 20.0,
+            queue_pkts: bdp_pkts(bw, 40.0),
+            duration_s: 120.0,
+            seed: 1,
+            mptcp_cc: mptcp_cc.into(),
+            tcp_cc: "reno".into(),
+            access_jitter_ms: 0.0,
+        }
+    }
+
+    pub fn spec(&self) -> Value {
+        let nodes = json!([
+            {"name": "mc", "kind": "host"}, {"name": "tc", "kind": "host"},
+            {"name": "s1", "kind": "switch"}, {"name": "s2", "kind": "switch"},
+            {"name": "ms", "kind": "host"}, {"name": "ts", "kind": "host"}]);
+        let mut fast = dir(self.bw_bps * 10, 0.0, 100_000, no_loss());
+        fast["jitter_ps"] = json!((self.access_jitter_ms * PS_PER_MS as f64) as u64);
+        let bn = dir(self.bw_bps, self.delay_ms, self.queue_pkts, no_loss());
+        let links = vec![
+            link("mc1", "mc", "s1", fast.clone(), fast.clone()),
+            link("mc2", "mc", "s1", fast.clone(), fast.clone()),
+            link("tc1", "tc", "s1", fast.clone(), fast.clone()),
+            link("bottleneck", "s1", "s2", bn.clone(), bn),
+            link("ms1", "s2", "ms", fast.clone(), fast.clone()),
+            link("ts1", "s2", "ts", fast.clone(), fast),
+        ];
+        let flows = json!([
+            {"name": "mptcp", "transport": "mptcp", "client": "mc", "server": "ms", "app": download(None),
+             "start_ps": 0, "cc": self.mptcp_cc, "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20, "path_manager": "fullmesh"},
+            {"name": "tcp", "transport": "tcp", "client": "tc", "server": "ts", "app": download(None),
+             "start_ps": 0, "cc": self.tcp_cc, "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20},
+        ]);
+        json!({"name": "shared-bottleneck", "seed": self.seed, "duration_ps": (self.duration_s * PS_PER_S as f64) as u64,
+               "sample_interval_ps": PS_PER_S, "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes,
+               "links": links, "flows": flows, "record": {"interfaces": false, "subflows": false, "pcap": []}})
+    }
+}

@@ -175,6 +175,9 @@ pub struct MptcpConnection {
     pub(super) events: VecDeque<AppEvent>,
     pub(super) mevents: VecDeque<MptcpEvent>,
     pub(super) connected_reported: bool,
+    /// A DSS arrived from the peer: it holds our key, so MP_JOINs will find
+    /// the connection ("fully established", RFC 8684 3.1).
+    pub(super) peer_confirmed: bool,
     pub stats: MptcpStats,
 }
 
@@ -229,6 +232,7 @@ impl MptcpConnection {
             events: VecDeque::new(),
             mevents: VecDeque::new(),
             connected_reported: false,
+            peer_confirmed: false,
             stats: MptcpStats::default(),
         })
     }
@@ -461,14 +465,13 @@ impl MptcpConnection {
             }
             (Kind::Initial, false) if self.state == MpState::Handshake && pkt.flags.has(TcpFlags::ACK) && !pkt.flags.has(TcpFlags::SYN) => {
                 match option {
-                    MpOption::CapableAck { sender_key, .. } | MpOption::CapableData { sender_key, .. } => self.learn_remote_key(sender_key),
-                    // A DSS proves the client has our key (its third ACK was lost).
-                    _ if opts.is_some_and(|m| m.dss.is_some()) => {}
+                    MpOption::CapableAck { sender_key, .. } | MpOption::CapableData { sender_key, .. } => {
+                        self.learn_remote_key(sender_key);
+                        self.subs[r].ready = true;
+                    }
+                    // Options present but no keys yet (reordered): wait for them.
+                    _ if opts.is_some() => {}
                     _ => self.fall_back(),
-                }
-                if self.state != MpState::Fallback {
-                    self.state = MpState::Established;
-                    self.subs[r].ready = true;
                 }
             }
             (Kind::Join, false) if !self.subs[r].ready && pkt.flags.has(TcpFlags::ACK) && !pkt.flags.has(TcpFlags::SYN) => {
@@ -503,6 +506,16 @@ impl MptcpConnection {
 
     /// Options that act after the subflow processed the segment.
     fn after_options(&mut self, now: SimTime, r: usize, pkt: &Packet, m: &MptcpOpts) {
+        if let MpOption::CapableData { data_len, .. } = m.option {
+            // Implied mapping of the initial subflow's first data (RFC 8684 3.1).
+            if pkt.payload_bytes > 0 && self.subs[r].kind == Kind::Initial {
+                self.subs[r].rx_map.insert(pkt.seq, (pkt.seq, (data_len as u32).min(pkt.payload_bytes)));
+            }
+        }
+        if m.dss.is_some() && !self.peer_confirmed && self.state == MpState::Established {
+            self.peer_confirmed = true;
+            self.run_path_manager(now);
+        }
         if let Some(dss) = m.dss {
             if let Some(ack) = dss.data_ack {
                 self.on_data_ack(now, ack, dss.ack64, pkt.wnd_bytes);
@@ -677,7 +690,7 @@ impl MptcpConnection {
 
     /// Opens the subflows the path manager wants (client side).
     pub(super) fn run_path_manager(&mut self, now: SimTime) {
-        if !self.is_client || self.state != MpState::Established || self.subs.first().is_none_or(|s| !s.sf.state.is_synchronised()) {
+        if !self.is_client || self.state != MpState::Established || !self.peer_confirmed {
             return;
         }
         let initial_remote = self.remote_addrs.first().map(|&(_, a)| a).unwrap_or_default();

@@ -178,7 +178,8 @@ impl MptcpConnection {
         }
         let option = self.handshake_option(r, &p);
         let mut dss = None;
-        if !p.flags.has(TcpFlags::SYN) && !matches!(option, MpOption::CapableAck { .. }) && self.state == MpState::Established {
+        let carries_keys = matches!(option, MpOption::CapableAck { .. } | MpOption::CapableData { .. });
+        if !p.flags.has(TcpFlags::SYN) && !carries_keys && self.state == MpState::Established {
             dss = Some(self.dss_for(r, &p));
         }
         self.attach(&mut p, MptcpOpts { dss, option });
@@ -200,6 +201,22 @@ impl MptcpConnection {
                 addr_id: sub.local_id,
                 backup: sub.backup,
             },
+            // Until the server proves it has our key (a DSS arrives), every
+            // segment of the initial subflow repeats both keys (RFC 8684 3.1).
+            (Kind::Initial, true, false) if !self.peer_confirmed && self.state == MpState::Established => {
+                sub.third_ack_pending = false;
+                if p.payload_bytes > 0 {
+                    MpOption::CapableData {
+                        version: 1,
+                        checksum: false,
+                        sender_key: self.local_key,
+                        receiver_key: self.remote_key,
+                        data_len: p.payload_bytes as u16,
+                    }
+                } else {
+                    MpOption::CapableAck { version: 1, checksum: false, sender_key: self.local_key, receiver_key: self.remote_key }
+                }
+            }
             (kind, client, false) if sub.third_ack_pending => {
                 sub.third_ack_pending = false;
                 match (kind, client) {

@@ -251,7 +251,7 @@ impl Subflow {
     /// One line of sender and receiver state, for debugging.
     pub fn debug_line(&self) -> String {
         format!(
-            "{:?} una={} nxt={} limit={} out={} pipe={} rto_at={:?} backoff={} dupacks={} recovery_point={} rcv_nxt={} fin_sent={} fin_acked={}",
+            "{:?} una={} nxt={} limit={} out={} pipe={} rto_at={:?} backoff={} dupacks={} recovery_point={} rcv_nxt={} fin_sent={} fin_acked={} stats={:?}",
             self.state,
             self.snd_una,
             self.snd_nxt,
@@ -264,7 +264,8 @@ impl Subflow {
             self.recovery_point,
             self.rcv.rcv_nxt,
             self.fin_sent,
-            self.fin_acked
+            self.fin_acked,
+            self.stats
         )
     }
 

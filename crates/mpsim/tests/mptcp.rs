@@ -1,0 +1,134 @@
+//! Multipath TCP acceptance: the three design goals of RFC 6356, handover,
+//! fallback and determinism. Figures are reported in docs/validation.md
+//! (`cargo run --release -p mpsim --example validation_mptcp`).
+
+use mpsim::multipath::{goal1, goal2, goal3};
+use mpsim::testbed::{bernoulli, download, run, TwoPath, PS_PER_MS, PS_PER_S};
+use serde_json::{json, Value};
+
+#[test]
+fn goal1_coupled_controllers_use_both_paths() {
+    for cc in ["lia", "olia", "balia"] {
+        let g = goal1(cc, 60.0, 1);
+        assert!(g.ratio() >= 1.8, "{g:?} ratio {}", g.ratio());
+    }
+    let g = goal1("cubic", 60.0, 1);
+    assert!(g.ratio() >= 1.9, "{g:?} ratio {}", g.ratio());
+}
+
+#[test]
+fn goal2_coupled_controllers_take_one_share_at_a_shared_bottleneck() {
+    for cc in ["lia", "olia", "balia"] {
+        let g = goal2(cc, 10, 120.0, 0.5);
+        assert!((0.40..=0.60).contains(&g.mean()), "{g:?}");
+        assert!(g.shares.iter().all(|s| (0.40..=0.60).contains(s)), "{g:?}");
+    }
+    // Uncoupled subflows take two TCP shares of three.
+    let g = goal2("reno", 10, 120.0, 0.5);
+    assert!(g.mean() > 0.6, "{g:?}");
+}
+
+#[test]
+fn goal3_coupled_controllers_move_traffic_to_the_idle_path() {
+    for cc in ["lia", "olia", "balia"] {
+        let g = goal3(cc, 60.0, 1);
+        assert!(g.idle_fraction() > 0.8, "{g:?}");
+    }
+}
+
+fn two_path_transfer(size_bytes: u64, backup_p2: bool) -> TwoPath {
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+    t.duration_s = 120.0;
+    let mut f = TwoPath::mptcp_flow("mp", "lia", download(Some(size_bytes)));
+    if backup_p2 {
+        f["backup_interfaces"] = json!(["p2"]);
+    }
+    t.flows = vec![f];
+    t
+}
+
+/// Seconds after `at_s` until the connection delivers data again (100 ms samples).
+fn resume_after(spec: &Value, at_s: f64) -> (f64, Value) {
+    let mut spec = spec.clone();
+    spec["sample_interval_ps"] = json!(100 * PS_PER_MS);
+    let (sim, s) = run(&spec).expect("spec builds");
+    let traces = sim.traces();
+    let flows = &traces.iter().find(|(n, _)| n == "flows").expect("flows table").1;
+    let col = |name: &str| flows.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("column");
+    let (mpsim::report_column::Column::F64(t), mpsim::report_column::Column::F64(g)) = (col("time_s"), col("goodput_bps")) else {
+        panic!("column types");
+    };
+    let resumed = t.iter().zip(&g).find(|(&ts, &gp)| ts > at_s + 0.1 && gp > 0.0).map_or(f64::INFINITY, |(ts, _)| ts - at_s);
+    (resumed, s)
+}
+
+fn with_down_at(mut spec: Value, link: usize, at_s: f64) -> Value {
+    spec["links"][link]["events"] = json!([{"at_ps": (at_s * PS_PER_S as f64) as u64, "up": false}]);
+    spec
+}
+
+#[test]
+fn handover_to_a_backup_path_when_the_active_one_fails() {
+    let t = two_path_transfer(60_000_000, true);
+    let spec = with_down_at(t.spec(), 0, 30.0);
+    let (gap_s, s) = resume_after(&spec, 30.0);
+    let f = &s["flows"]["mp"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(60_000_000), "{f}");
+    assert!(f["completion_time_s"].is_number());
+    // 1 s plus one RTO (200 ms minimum), at 100 ms sampling.
+    assert!(gap_s <= 1.3, "traffic resumed {gap_s} s after the failure: {f}");
+    let subs = f["subflows"].as_array().expect("subflows");
+    let on = |iface: &str| subs.iter().filter(|x| x["client_interface"] == iface).map(|x| x["bytes_delivered"].as_u64().unwrap_or(0)).sum::<u64>();
+    assert!(on("p1") > 20_000_000 && on("p2") > 20_000_000, "{f}");
+}
+
+#[test]
+fn a_failure_inside_the_network_is_survived_by_rto_and_reinjection() {
+    let t = two_path_transfer(60_000_000, false);
+    // The router side of p2 fails: the client's interface stays up.
+    let mut spec = t.spec();
+    spec["links"][1]["events"] = json!([{"at_ps": 10 * PS_PER_S, "up": false, "direction": "b_to_a"}]);
+    let (sim, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["mp"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(60_000_000), "{f}");
+    assert!(f["subflows"].as_array().expect("subflows").iter().any(|x| x["reinjected_bytes"].as_u64().unwrap_or(0) > 0), "{f}");
+    drop(sim);
+}
+
+#[test]
+fn options_stripped_on_the_path_fall_back_to_tcp() {
+    let mut t = two_path_transfer(5_000_000, false);
+    t.duration_s = 30.0;
+    let mut spec = t.spec();
+    spec["links"][0]["strip_mptcp"] = json!(true);
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["mp"];
+    assert_eq!(f["fallback"], json!(true), "{f}");
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(5_000_000), "{f}");
+    assert!(f["completion_time_s"].is_number());
+    // A fallen-back connection is the initial subflow alone.
+    assert_eq!(f["subflows"].as_array().map(|a| a.len()), Some(1), "{f}");
+}
+
+fn lossy(seed: u64) -> Value {
+    let mut t = TwoPath::new([10_000_000, 5_000_000], [10.0, 30.0]);
+    t.duration_s = 20.0;
+    t.seed = seed;
+    t.loss = [bernoulli(0.01), bernoulli(0.005)];
+    t.flows = vec![TwoPath::mptcp_flow("mp", "olia", download(None))];
+    t.spec()
+}
+
+#[test]
+fn same_seed_same_bytes_and_another_seed_differs() {
+    let (a, sa) = run(&lossy(3)).expect("spec builds");
+    let (b, sb) = run(&lossy(3)).expect("spec builds");
+    let strip = |mut s: Value| {
+        s["wall_time_s"] = json!(0);
+        s.to_string()
+    };
+    assert_eq!(strip(sa.clone()), strip(sb));
+    assert_eq!(a.traces(), b.traces());
+    let (_, sc) = run(&lossy(4)).expect("spec builds");
+    assert_ne!(sa["flows"].to_string(), sc["flows"].to_string());
+}

@@ -116,7 +116,10 @@ impl Simulation {
             };
             match &e.kind {
                 EpKind::Tcp(c) => lines.push(line(0, &c.sf, c.cc())),
-                EpKind::Mptcp(c) => lines.extend(c.subflows().enumerate().map(|(i, s)| line(i, s.sf, s.cc))),
+                EpKind::Mptcp(c) => {
+                    lines.push(format!("{head} mptcp: {}", c.debug_line()));
+                    lines.extend(c.subflows().enumerate().map(|(i, s)| line(i, s.sf, s.cc)));
+                }
                 EpKind::Closed => {}
             }
         }

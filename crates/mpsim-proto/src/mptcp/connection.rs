@@ -295,6 +295,24 @@ impl MptcpConnection {
         }
     }
 
+    /// Connection-level state in one line, for debugging.
+    pub fn debug_line(&self) -> String {
+        format!(
+            "{:?} confirmed={} data_una={} data_nxt={} app_end={} fin_sent={} fin_acked={} rcv_nxt={} peer_fin={:?} reinject={:?} meta_rto={:?}",
+            self.state,
+            self.peer_confirmed,
+            self.data_una,
+            self.data_nxt,
+            self.app_end,
+            self.data_fin_sent,
+            self.data_fin_acked,
+            self.rcv.rcv_nxt,
+            self.peer_data_fin,
+            self.reinject,
+            self.meta_rto_at.map(|t| t.as_secs_f64())
+        )
+    }
+
     pub fn is_fallback(&self) -> bool {
         self.state == MpState::Fallback
     }
@@ -468,6 +486,7 @@ impl MptcpConnection {
                     MpOption::CapableAck { sender_key, .. } | MpOption::CapableData { sender_key, .. } => {
                         self.learn_remote_key(sender_key);
                         self.subs[r].ready = true;
+                        self.announce_local_addrs();
                     }
                     // Options present but no keys yet (reordered): wait for them.
                     _ if opts.is_some() => {}
@@ -512,8 +531,10 @@ impl MptcpConnection {
                 self.subs[r].rx_map.insert(pkt.seq, (pkt.seq, (data_len as u32).min(pkt.payload_bytes)));
             }
         }
-        if m.dss.is_some() && !self.peer_confirmed && self.state == MpState::Established {
+        // A DATA_ACK proves the peer has our key (it derives our IDSN).
+        if m.dss.is_some_and(|d| d.data_ack.is_some()) && !self.peer_confirmed && self.state == MpState::Established {
             self.peer_confirmed = true;
+            self.announce_local_addrs();
             self.run_path_manager(now);
         }
         if let Some(dss) = m.dss {
@@ -618,13 +639,15 @@ impl MptcpConnection {
             self.subs[r].ready = true;
         }
         self.cc[r].established = kind == Kind::Initial || self.subs[r].ready || self.is_client;
+        if kind == Kind::Initial && !self.is_client {
+            // The server may send before the client's key arrives: its DSS
+            // then carries mappings without a DATA_ACK (RFC 8684 3.1).
+            self.subs[r].ready = true;
+        }
         if kind == Kind::Initial && !self.connected_reported {
             self.connected_reported = true;
             self.events.push_back(AppEvent::Connected);
-            if self.state == MpState::Established {
-                self.announce_local_addrs();
-                self.run_path_manager(now);
-            }
+            self.run_path_manager(now);
         }
         if kind == Kind::Join {
             self.subs[r].ready |= !self.is_client;
@@ -768,6 +791,12 @@ impl MptcpConnection {
         }
         self.cfg.local_addrs[i].up = up;
         let a = self.cfg.local_addrs[i];
+        // An announcement about this address not yet sent is out of date.
+        self.announce.retain(|o| match *o {
+            MpOption::RemoveAddr { ids, n } => !ids[..n as usize].contains(&a.id),
+            MpOption::AddAddr { addr_id, echo: false, .. } => addr_id != a.id,
+            _ => true,
+        });
         if up {
             if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) {
                 if matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client {
@@ -775,6 +804,17 @@ impl MptcpConnection {
                 }
             }
             self.run_path_manager(now);
+            return;
+        }
+        // Only address-tracking path managers react; with the others the
+        // subflows wait, retransmitting, for the interface to return.
+        if !matches!(self.cfg.path_manager, PathManagerKind::Fullmesh | PathManagerKind::Endpoints { .. }) {
+            return;
+        }
+        // Never close the last way out: a connection whose every subflow
+        // uses this address keeps them, retransmitting, until it returns.
+        let elsewhere = self.subs.iter().any(|s| !s.gone && s.ready && s.local() != addr);
+        if !elsewhere {
             return;
         }
         for r in 0..self.subs.len() {

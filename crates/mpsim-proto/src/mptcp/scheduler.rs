@@ -46,7 +46,7 @@ impl MptcpConnection {
     /// usable ones with window space and that have not carried the
     /// segment, the lowest SRTT. If a usable subflow of the class is only
     /// waiting for window space, wait for it rather than fall back.
-    fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
+    pub(super) fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
         let mask = self.mask_of(seg);
         for backup in [false, true] {
             let class: Vec<usize> = (0..self.subs.len()).filter(|&r| self.subs[r].backup == backup && self.usable(r)).collect();

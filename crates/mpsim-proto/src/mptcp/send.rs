@@ -38,9 +38,14 @@ impl MptcpConnection {
                 self.drain_subflow(now, r);
             }
         }
-        if matches!(self.state, MpState::Established | MpState::Fallback) {
+        let server_early = self.state == MpState::Handshake && !self.is_client && self.subs.first().is_some_and(|s| s.ready);
+        if matches!(self.state, MpState::Established | MpState::Fallback) || server_early {
             match self.cfg.scheduler {
-                SchedulerKind::Redundant if self.state == MpState::Established => self.schedule_redundant(now),
+                SchedulerKind::Redundant if self.state == MpState::Established => {
+                    // Reinjections take the default scheduler's choice (spec 11.3).
+                    self.schedule_reinjections(now);
+                    self.schedule_redundant(now);
+                }
                 _ => self.schedule(now),
             }
             self.maybe_send_data_fin(now);
@@ -75,6 +80,15 @@ impl MptcpConnection {
                     }
                     break;
                 }
+            }
+        }
+    }
+
+    fn schedule_reinjections(&mut self, now: SimTime) {
+        while let Some(seg) = self.next_segment().filter(|s| s.reinject.is_some()) {
+            match self.pick_lowest_rtt(&seg) {
+                Some(r) => self.transmit_on(now, r, seg),
+                None => break,
             }
         }
     }
@@ -179,7 +193,8 @@ impl MptcpConnection {
         let option = self.handshake_option(r, &p);
         let mut dss = None;
         let carries_keys = matches!(option, MpOption::CapableAck { .. } | MpOption::CapableData { .. });
-        if !p.flags.has(TcpFlags::SYN) && !carries_keys && self.state == MpState::Established {
+        let server_early = self.state == MpState::Handshake && !self.is_client;
+        if !p.flags.has(TcpFlags::SYN) && !carries_keys && (self.state == MpState::Established || server_early) {
             dss = Some(self.dss_for(r, &p));
         }
         self.attach(&mut p, MptcpOpts { dss, option });
@@ -233,7 +248,8 @@ impl MptcpConnection {
 
     /// DATA_ACK, plus the mapping of the payload if there is one.
     fn dss_for(&self, r: usize, p: &Packet) -> Dss {
-        let data_ack = Some(self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
+        // Without the peer's key there is no IDSN to acknowledge against.
+        let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
         let mut dss = Dss { data_ack, ack64: true, dsn64: true, ..Default::default() };
         if p.payload_bytes > 0 {
             let sub = &self.subs[r];
@@ -281,6 +297,9 @@ impl MptcpConnection {
     }
 
     fn send_announcements(&mut self, now: SimTime) {
+        if self.state != MpState::Established || (self.is_client && !self.peer_confirmed) {
+            return;
+        }
         while let Some(&option) = self.announce.front() {
             let Some(r) = self.best_ready_subflow() else { return };
             let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };

@@ -30,7 +30,7 @@ class FakeSimulation:
     def __init__(self, spec_json: str) -> None:
         self.spec = json.loads(spec_json)
         for flow in self.spec["flows"]:
-            if flow["transport"] not in ("tcp", "udp"):
+            if flow["transport"] not in ("tcp", "udp", "mptcp"):
                 raise ValueError(f"flow {flow['name']}: transport {flow['transport']!r} is not supported yet")
         self.end_ps = self.spec["duration_ps"]
         self.now_ps = 0

@@ -49,7 +49,7 @@ def test_tables_become_dataframes_with_fixed_columns():
 
 def test_absent_tables_are_empty_with_the_right_columns():
     r = Results(SUMMARY, {})
-    for name in ("interfaces", "flows", "subflows", "requests"):
+    for name in ("interfaces", "flows", "subflows", "connections", "requests"):
         df = r.table(name)
         assert len(df) == 0 and list(df.columns) == SCHEMAS[name].names
 
@@ -63,7 +63,8 @@ def test_same_data_gives_identical_bytes(tmp_path):
     Results(SUMMARY, traces()).to_parquet(tmp_path / "one")
     Results(SUMMARY, traces()).to_parquet(tmp_path / "two")
     names = sorted(p.name for p in (tmp_path / "one").iterdir())
-    assert names == ["flows.parquet", "interfaces.parquet", "requests.parquet", "subflows.parquet", "summary.json"]
+    assert names == ["connections.parquet", "flows.parquet", "interfaces.parquet", "requests.parquet",
+                     "subflows.parquet", "summary.json"]  # fmt: skip
     for name in names:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
 
@@ -72,7 +73,7 @@ def test_dataframes_round_trip_to_the_same_bytes(tmp_path):
     """Results built from DataFrames (e.g. read back) write the same files as from trace dicts."""
     first = Results(SUMMARY, traces())
     first.to_parquet(tmp_path / "one")
-    again = Results(SUMMARY, {name: first.table(name) for name in ("interfaces", "flows", "subflows", "requests")})
+    again = Results(SUMMARY, {name: first.table(name) for name in SCHEMAS})
     again.to_parquet(tmp_path / "two")
     for path in (tmp_path / "one").iterdir():
         assert path.read_bytes() == (tmp_path / "two" / path.name).read_bytes(), path.name

@@ -258,7 +258,7 @@ def test_scenario_name_defaults_to_the_file_stem(tmp_path):
     assert load_scenario(write(tmp_path, "my-run.toml", MINIMAL.replace('name = "mini"\n', ""))).name == "my-run"
 
 
-def test_multipath_keys_are_validated_but_not_sent_yet(tmp_path):
+def test_multipath_keys_are_validated_and_sent(tmp_path):
     text = MINIMAL.replace(
         'server = "b"',
         'server = "b"\ntransport = "mptcp"\ncc = "olia"\npath_manager = "ndiffports"\nsubflows = 4\nscheduler = "roundrobin"',
@@ -267,7 +267,7 @@ def test_multipath_keys_are_validated_but_not_sent_yet(tmp_path):
     assert (sc.flows[0].path_manager, sc.flows[0].subflows, sc.flows[0].scheduler) == ("ndiffports", 4, "roundrobin")
     flow = sc.to_engine_spec()["flows"][0]
     assert (flow["transport"], flow["cc"]) == ("mptcp", "olia")
-    assert "scheduler" not in flow  # engine-spec.md has no multipath keys yet
+    assert (flow["scheduler"], flow["path_manager"], flow["subflows"]) == ("roundrobin", "ndiffports", 4)
 
 
 @pytest.mark.parametrize("path", sorted(SCENARIOS.glob("**/*.toml")), ids=lambda p: p.name)

@@ -33,8 +33,10 @@ def test_two_path_has_two_disjoint_client_links():
 
 
 def test_bench_cases_build_valid_scenarios():
-    assert [c.name for c in CASES][:2] == ["dumbbell-1flow-1g", "dumbbell-100flow-1g"]
-    for case in CASES:
+    assert [c.name for c in CASES] == [
+        "dumbbell-1flow-1g", "dumbbell-100flow-1g", "mptcp-2path-1g", "mptcp-shared-bottleneck-1g",
+    ]  # fmt: skip
+    for case in CASES[:2]:
         sc = case.build("5s").to_scenario()
         spec = sc.to_engine_spec()
         assert spec["duration_ps"] == 5 * 10**12

@@ -2,8 +2,11 @@
 
 Each case builds its scenario with the builder and runs in a fresh Python
 process (`python -m mpsim.bench --case NAME`), so the peak memory reported
-(ru_maxrss) belongs to that case alone. Append to CASES to add cases (e.g.
-MPTCP ones once the engine has them).
+(ru_maxrss) belongs to that case alone. Append to CASES to add cases.
+
+The cases: Reno downloads through a 1 Gbps dumbbell (1 and 100 flows), an
+MPTCP LIA download over two disjoint 1 Gbps paths, and an MPTCP LIA
+connection (two subflows) sharing a 1 Gbps bottleneck with a Reno flow.
 """
 
 from __future__ import annotations
@@ -71,9 +74,78 @@ def dumbbell_bench(n_flows: int, duration: str) -> Network:
     return net
 
 
+# MPTCP: the connection-level receive buffer must cover both paths' windows
+# (about 2 x aggregate rate x the longest RTT with full queues), or it, not
+# the engine, limits the run.
+MPTCP_RCVBUF = "32MB"
+TWO_PATH_DELAYS_MS = (5, 10)
+FAST_LINK = {"bw": "10Gbps", "delay": "0ms", "queue": "100000pkt"}
+
+
+def mptcp_two_path_bench(duration: str) -> Network:
+    """An MPTCP LIA download over two disjoint 1 Gbps paths (5 and 10 ms one-way); queues one BDP.
+
+        client ==p1 (1 Gbps, 5 ms)== r --wan (10 Gbps, 0 ms)-- server
+               ==p2 (1 Gbps, 10 ms)=
+
+    The wan link is five times faster than both paths together, so each path
+    is its own bottleneck (the engine's servers have one interface).
+    """
+    net = Network("bench-mptcp-2path", duration=duration)
+    net.add_host("client")
+    net.add_router("r")
+    net.add_host("server")
+    for i, delay_ms in enumerate(TWO_PATH_DELAYS_MS, start=1):
+        queue = f"{bdp_packets(BOTTLENECK_BW_BPS, 2 * delay_ms)}pkt"
+        net.add_link("client", "r", bw=f"{BOTTLENECK_BW_BPS}bps", delay=f"{delay_ms}ms", queue=queue, name=f"p{i}")
+    net.add_link("r", "server", name="wan", **FAST_LINK)
+    net.add_flow(
+        "client", "server", transport="mptcp", cc="lia", name="mp",
+        path_manager="fullmesh", scheduler="default", rcvbuf=MPTCP_RCVBUF,
+    )  # fmt: skip
+    net.record(interfaces=False, subflows=False)
+    return net
+
+
+def mptcp_shared_bottleneck_bench(duration: str) -> Network:
+    """A 2-subflow MPTCP LIA connection and a Reno flow through one 1 Gbps, 5 ms bottleneck.
+
+    The MPTCP client `mc` has two links to `s1` (one subflow each); the TCP
+    client `tc` one. Servers `ms` and `ts` sit behind `s2`. Queue one BDP.
+    """
+    rtt_ms = 2 * (ACCESS_DELAY_MS + BOTTLENECK_DELAY_MS + ACCESS_DELAY_MS)
+    net = Network("bench-mptcp-shared-bottleneck", duration=duration)
+    for host in ("mc", "tc", "ms", "ts"):
+        net.add_host(host)
+    net.add_switch("s1")
+    net.add_switch("s2")
+    queue = f"{bdp_packets(BOTTLENECK_BW_BPS, rtt_ms)}pkt"
+    net.add_link("s1", "s2", bw=f"{BOTTLENECK_BW_BPS}bps", delay=f"{BOTTLENECK_DELAY_MS}ms", queue=queue,
+                 name="bottleneck")  # fmt: skip
+    access = {"bw": ACCESS_BW, "delay": f"{ACCESS_DELAY_MS}ms", "queue": "100000pkt"}
+    net.add_link("mc", "s1", name="mc1", **access)
+    net.add_link("mc", "s1", name="mc2", **access)
+    net.add_link("tc", "s1", name="tc1", **access)
+    net.add_link("s2", "ms", name="ms1", **access)
+    net.add_link("s2", "ts", name="ts1", **access)
+    net.add_flow(
+        "mc", "ms", transport="mptcp", cc="lia", name="mptcp",
+        path_manager="fullmesh", scheduler="default", rcvbuf=MPTCP_RCVBUF,
+    )  # fmt: skip
+    net.add_flow("tc", "ts", cc="reno", delayed_ack=True, name="tcp")
+    net.record(interfaces=False, subflows=False)
+    return net
+
+
 CASES: list[BenchCase] = [
     BenchCase("dumbbell-1flow-1g", "1 Reno flow, 1 Gbps bottleneck", lambda d: dumbbell_bench(1, d)),
     BenchCase("dumbbell-100flow-1g", "100 Reno flows, 1 Gbps bottleneck", lambda d: dumbbell_bench(100, d)),
+    BenchCase("mptcp-2path-1g", "1 MPTCP LIA download, two disjoint 1 Gbps paths", mptcp_two_path_bench),
+    BenchCase(
+        "mptcp-shared-bottleneck-1g",
+        "MPTCP LIA (2 subflows) and Reno TCP, one 1 Gbps bottleneck",
+        mptcp_shared_bottleneck_bench,
+    ),
 ]
 
 

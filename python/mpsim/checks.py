@@ -13,7 +13,14 @@ from pathlib import Path
 
 from . import units
 from .locate import Loc
-from .scenario import CC_BY_TRANSPORT, CONTROLLER_APPS, Flow, Link, Scenario
+from .scenario import (
+    CC_BY_TRANSPORT,
+    CONTROLLER_APPS,
+    DEFAULT_PATH_MANAGER,
+    Flow,
+    Link,
+    Scenario,
+)
 
 Problem = tuple[Loc, str]
 Trace = list[list[int]]
@@ -31,9 +38,18 @@ TRANSPORT_KEYS = {
     "scheduler": ("mptcp",),
     "path_manager": ("mptcp",),
     "subflows": ("mptcp",),
+    "backup_interfaces": ("mptcp",),
+    "max_subflows": ("mptcp",),
+    "max_add_addr_accepted": ("mptcp",),
     "variant": ("cmt",),
     "rbuf": ("cmt",),
     "handover": ("tcp",),
+}
+# Keys that apply to one MPTCP path manager only.
+PATH_MANAGER_KEYS = {
+    "subflows": "ndiffports",
+    "max_subflows": "endpoints",
+    "max_add_addr_accepted": "endpoints",
 }
 NOT_FOR_UDP = {
     "cc", "cc_mode", "sack", "delayed_ack", "delayed_ack_timeout",
@@ -179,6 +195,7 @@ class _Checker:
         self._check_app(i, flow)
         self._check_cc(i, flow)
         self._check_interfaces(i, flow)
+        self._check_backup_interfaces(i, flow)
         if flow.stop_ps is not None and flow.stop_ps <= flow.start_ps:
             self.add(("flow", i, "stop"), "stop must be after start")
 
@@ -205,12 +222,21 @@ class _Checker:
             self.add(("flow", i, key), f"key '{key}' applies only to app = {apps}, not '{flow.app}'")
         for key in sorted(keys & set(TRANSPORT_KEYS)):
             if flow.transport not in TRANSPORT_KEYS[key]:
-                self.add(("flow", i, key), f"key '{key}' applies only to transport = '{TRANSPORT_KEYS[key][0]}'")
+                self.add(
+                    ("flow", i, key),
+                    f"key '{key}' applies only to transport = '{TRANSPORT_KEYS[key][0]}', not '{flow.transport}'",
+                )
         if flow.transport == "udp":
             for key in sorted(keys & NOT_FOR_UDP):
                 self.add(("flow", i, key), f"key '{key}' does not apply to transport = 'udp'")
-        if "subflows" in keys and flow.path_manager != "ndiffports":
-            self.add(("flow", i, "subflows"), "key 'subflows' applies only to path_manager = 'ndiffports'")
+        if flow.transport == "mptcp":
+            for key, manager in PATH_MANAGER_KEYS.items():
+                if key in keys and flow.path_manager != manager:
+                    self.add(
+                        ("flow", i, key),
+                        f"key '{key}' applies only to path_manager = '{manager}', "
+                        f"not '{flow.path_manager or DEFAULT_PATH_MANAGER}'",
+                    )
 
     def _check_app(self, i: int, flow: Flow) -> None:
         cbr = flow.app == "cbr" or (flow.app == "onoff" and flow.effective_on_app == "cbr")
@@ -258,6 +284,25 @@ class _Checker:
                 self.add(loc, f"unknown link '{name}'")
             elif name not in attached:
                 self.add(loc, f"link '{name}' is not attached to client '{flow.client}'")
+            elif name in seen:
+                self.add(loc, f"link '{name}' is listed twice")
+            seen.add(name)
+
+    def _check_backup_interfaces(self, i: int, flow: Flow) -> None:
+        """Backup interfaces are client links the flow may use (MPTCP's MP_JOIN B flag)."""
+        if flow.backup_interfaces is None or flow.transport != "mptcp":
+            return  # on another transport the key itself is the error
+        attached = self.links_of.get(flow.client, [])
+        usable = flow.client_interfaces if flow.client_interfaces is not None else attached
+        seen: set[str] = set()
+        for j, name in enumerate(flow.backup_interfaces):
+            loc = ("flow", i, "backup_interfaces", j)
+            if name not in self.links:
+                self.add(loc, f"unknown link '{name}'")
+            elif name not in attached:
+                self.add(loc, f"link '{name}' is not attached to client '{flow.client}'")
+            elif name not in usable:
+                self.add(loc, f"link '{name}' is not in client_interfaces")
             elif name in seen:
                 self.add(loc, f"link '{name}' is listed twice")
             seen.add(name)

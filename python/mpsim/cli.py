@@ -189,19 +189,31 @@ def print_summary(results: Results, console: Console) -> None:
         f"{_fmt(s.get('wall_time_s'), '.2f', suffix=' s')}, {_fmt(s.get('events'), ',')} events, "
         f"{_fmt(s.get('packet_hops'), ',')} packet-hops"
     )
+    flow_summaries = s.get("flows", {}) or {}
+    multipath = any(_is_mptcp(f) for f in flow_summaries.values())
     flows = Table(title="Flows", title_justify="left")
-    for column in ("flow", "transport", "cc", "delivered", "goodput Mbit/s", "done s", "retx"):
+    columns = ["flow", "transport", "cc", "delivered", "goodput Mbit/s", "done s", "retx"]
+    if multipath:
+        columns.append("reinjected")
+    for column in columns:
         flows.add_column(column, justify="left" if column in ("flow", "transport", "cc") else "right", no_wrap=True)
-    for name, f in s.get("flows", {}).items():
-        flows.add_row(
+    for name, f in flow_summaries.items():
+        row = [
             name,
-            str(f.get("transport", "-")),
+            _transport_label(f),
             str(f.get("cc") or "-"),
             _fmt_bytes(f.get("bytes_delivered")),
             _fmt(f.get("goodput_bps"), ".3f", 1e-6),
             _fmt(f.get("completion_time_s"), ".2f"),
             _fmt_bytes(f.get("retransmitted_bytes")),
-        )
+        ]
+        if multipath:
+            reinjected = sum(sf.get("reinjected_bytes") or 0 for sf in f.get("subflows") or [])
+            row.append(_fmt_bytes(reinjected) if _is_mptcp(f) else "")
+        flows.add_row(*row)
+        if _is_mptcp(f):
+            for sub in _subflow_rows(f):
+                flows.add_row(*sub)
     console.print(flows)
     links = Table(title="Links", title_justify="left")
     for column in ("link", "direction", "utilization %", "drops", "bytes"):
@@ -213,6 +225,36 @@ def print_summary(results: Results, console: Console) -> None:
                 _fmt(d.get("drops"), ","), _fmt_bytes(d.get("bytes")),
             )  # fmt: skip
     console.print(links)
+
+
+def _is_mptcp(flow: Any) -> bool:
+    return isinstance(flow, dict) and flow.get("transport") == "mptcp"
+
+
+def _transport_label(flow: dict[str, Any]) -> str:
+    """The transport, marked when an MPTCP flow fell back to plain TCP."""
+    transport = str(flow.get("transport", "-"))
+    return f"{transport} (fallback)" if flow.get("fallback") else transport
+
+
+def _subflow_rows(flow: dict[str, Any]) -> list[list[str]]:
+    """One row per MPTCP subflow, shown under its flow: interface, bytes, goodput, retx, reinjected, backup."""
+    rows = []
+    for n, sf in enumerate(flow.get("subflows") or []):
+        iface = str(sf.get("client_interface") or "?")
+        server = sf.get("server_interface")
+        path = f"{iface} -> {server}" if server else iface
+        rows.append([
+            f"  sf{n} {path}",
+            "backup" if sf.get("backup") else "",
+            "",
+            _fmt_bytes(sf.get("bytes_delivered")),
+            _fmt(sf.get("goodput_bps"), ".3f", 1e-6),
+            "",
+            _fmt_bytes(sf.get("retransmitted_bytes")),
+            _fmt_bytes(sf.get("reinjected_bytes")),
+        ])  # fmt: skip
+    return rows
 
 
 # ------------------------------------------------------------ validate, plot

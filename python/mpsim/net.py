@@ -7,6 +7,9 @@
     net.add_flow("h1", "h2", cc="cubic")
     results = net.run()
 
+An MPTCP flow takes the multipath keys the same way:
+`net.add_flow("client", "server", transport="mptcp", cc="lia", path_manager="ndiffports", subflows=4)`.
+
 Keyword arguments are the scenario keys. Quantities take unit strings
 ("10Mbps") or a raw number with the unit in the keyword name (`bw_mbps=10`,
 `delay_ms=5`, `size_bytes=10**6`); a raw number without a unit is an error,
@@ -240,7 +243,12 @@ class Network:
         size: str | None = None,
         **kw: Any,
     ) -> str:
-        """Add a flow (default: a TCP Reno download until the end); returns its name."""
+        """Add a flow (default: a TCP Reno download until the end); returns its name.
+
+        Other keyword arguments are the flow keys of the scenario format, e.g.
+        `add_flow("client", "server", transport="mptcp", cc="lia", path_manager="fullmesh",
+        scheduler="default", backup_interfaces=["3g"], rcvbuf="8MB")`.
+        """
         call = _call("add_flow", client, server)
         for role, node in (("client", client), ("server", server)):
             if not any(n["name"] == node for n in self._nodes):

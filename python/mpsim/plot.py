@@ -1,4 +1,5 @@
-"""Figures of a run: throughput per interface and per flow, cwnd and RTT per subflow.
+"""Figures of a run: throughput per interface and per flow, cwnd and RTT per subflow,
+and for MPTCP flows throughput per subflow and the connection receive buffer.
 
 Figures are made with matplotlib's object API and the Agg canvas, never
 pyplot, so importing mpsim does not change the backend of a notebook or GUI.
@@ -6,6 +7,7 @@ pyplot, so importing mpsim does not change the backend of a notebook or GUI.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +20,19 @@ from .results import Results, atomic_write
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-FIGURES = ("interfaces", "flows", "cwnd", "rtt")
+FIGURES = ("interfaces", "flows", "cwnd", "rtt", "subflow-throughput", "rcvbuf")
 _FILE_NAMES = {
     "interfaces": "throughput-interfaces.png",
     "flows": "throughput-flows.png",
     "cwnd": "cwnd.png",
     "rtt": "rtt.png",
+    "subflow-throughput": "throughput-subflows.png",
+    "rcvbuf": "rcvbuf.png",
 }
 
 
 def figure(results: Results, what: str = "flows", ax: Axes | None = None) -> Figure:
-    """One figure ("interfaces", "flows", "cwnd" or "rtt"); draws into `ax` when given."""
+    """One figure (one of FIGURES); draws into `ax` when given."""
     if what not in FIGURES:
         raise ValueError(f"unknown figure {what!r}: expected {', '.join(FIGURES)}")
     if ax is None:
@@ -37,7 +41,10 @@ def figure(results: Results, what: str = "flows", ax: Axes | None = None) -> Fig
         ax = fig.add_subplot()
     else:
         fig = ax.get_figure()
-    draw = {"interfaces": _interfaces, "flows": _flows, "cwnd": _cwnd, "rtt": _rtt}[what]
+    draw = {
+        "interfaces": _interfaces, "flows": _flows, "cwnd": _cwnd, "rtt": _rtt,
+        "subflow-throughput": _subflow_throughput, "rcvbuf": _rcvbuf,
+    }[what]  # fmt: skip
     draw(results, ax)
     ax.set_xlabel("time (s)")
     ax.grid(True, alpha=0.3)
@@ -65,42 +72,181 @@ def _flows(results: Results, ax: Axes) -> None:
     ax.set_title("Goodput per flow")
 
 
-def _subflow_groups(df: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
-    """One series per (flow, connection, subflow, side), labelled as briefly as is unambiguous."""
-    keys = ["flow", "connection", "subflow"]
-    if "side" in df.columns and df["side"].notna().any():
-        keys.append("side")  # both ends send data in some apps (http requests, uploads)
-    several = {k: bool(len(df)) and df[k].nunique() > 1 for k in keys}
+def _subflows_frame(results: Results) -> pd.DataFrame:
+    """The subflows table, with `side` as "" when the trace did not say (an older engine)."""
+    df = results.subflows
+    if df["side"].isna().all():
+        df = df.assign(side="")
+    return df
+
+
+def mptcp_flows(results: Results) -> list[str]:
+    """Names of the flows the summary says are MPTCP."""
+    flows = results.summary.get("flows", {}) or {}
+    return [name for name, f in flows.items() if isinstance(f, dict) and f.get("transport") == "mptcp"]
+
+
+def subflow_interfaces(results: Results) -> dict[tuple[str, int, int, str], str]:
+    """The client interface of each traced subflow, (flow, connection, subflow, side) -> link name.
+
+    Taken from a `client_interface` column when the trace has one. Otherwise
+    matched by position with the summary's subflow list, which follows the
+    client's subflow order: only for a flow traced on one connection whose
+    subflow indices all have an entry there, and for a server-side sender
+    only when its order cannot differ from the client's (at most two
+    subflows, or all on one interface). Subflows left out are drawn without
+    an interface name.
+    """
+    df = _subflows_frame(results)
+    if not len(df):
+        return {}
+    keys = ["flow", "connection", "subflow", "side"]
+    if "client_interface" in df.columns:
+        rows = df.dropna(subset=["client_interface"]).drop_duplicates(keys)
+        return {
+            (str(r.flow), int(r.connection), int(r.subflow), str(r.side)): str(r.client_interface)
+            for r in rows.itertuples(index=False)
+        }
+    out: dict[tuple[str, int, int, str], str] = {}
+    summary_flows = results.summary.get("flows", {}) or {}
+    for name in mptcp_flows(results):
+        entries = summary_flows[name].get("subflows") or []
+        ifaces = [e.get("client_interface") for e in entries]
+        rows = df[df["flow"] == name]
+        if rows["connection"].nunique() != 1 or None in ifaces:
+            continue
+        if int(rows["subflow"].max()) >= len(ifaces):
+            continue
+        for (connection, subflow, side), _ in rows.groupby(["connection", "subflow", "side"], sort=True):
+            if side != "client" and len(ifaces) > 2 and len(set(ifaces)) > 1:
+                continue
+            out[(name, int(connection), int(subflow), str(side))] = str(ifaces[int(subflow)])
+    return out
+
+
+def _subflow_groups(results: Results, flows: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
+    """One series per (flow, connection, subflow, side), labelled as briefly as is unambiguous.
+
+    An MPTCP subflow always shows its index and, when known, its client
+    interface: "mp sf0 (wifi)". Connections and sides are named only when a
+    flow has several.
+    """
+    df = _subflows_frame(results)
+    if flows is not None:
+        df = df[df["flow"].isin(flows)]
+    if not len(df):
+        return []
+    mptcp = set(mptcp_flows(results))
+    ifaces = subflow_interfaces(results)
     groups = []
-    for values, rows in df.groupby(keys, sort=True):
-        parts = dict(zip(keys, values, strict=True))
-        label = str(parts["flow"])
-        if several["connection"]:
-            label += f" c{parts['connection']}"
-        if several["subflow"]:
-            label += f" sf{parts['subflow']}"
-        if several.get("side"):
-            label += f" ({parts['side']})"
-        groups.append((label, rows.sort_values("time_s")))
+    for flow, per_flow in df.groupby("flow", sort=True):
+        several_conns = per_flow["connection"].nunique() > 1
+        several_subflows = per_flow["subflow"].nunique() > 1
+        several_sides = per_flow["side"].nunique() > 1
+        keys = ["connection", "subflow", "side"]
+        for (connection, subflow, side), rows in per_flow.groupby(keys, sort=True):
+            label = str(flow)
+            if several_conns:
+                label += f" c{connection}"
+            if flow in mptcp or several_subflows:
+                label += f" sf{subflow}"
+            notes = []
+            iface = ifaces.get((str(flow), int(connection), int(subflow), str(side)))
+            if iface is not None:
+                notes.append(iface)
+            if several_sides and side:
+                notes.append(str(side))
+            if notes:
+                label += f" ({', '.join(notes)})"
+            groups.append((label, rows.sort_values("time_s")))
     return groups
 
 
 def _cwnd(results: Results, ax: Axes) -> None:
-    for label, rows in _subflow_groups(results.subflows):
+    for label, rows in _subflow_groups(results):
         ax.plot(rows["time_s"], rows["cwnd_bytes"] / 1e3, label=label)
     ax.set_ylabel("cwnd (kB)")
     ax.set_title("Congestion window per subflow")
 
 
 def _rtt(results: Results, ax: Axes) -> None:
-    for label, rows in _subflow_groups(results.subflows):
+    for label, rows in _subflow_groups(results):
         ax.plot(rows["time_s"], rows["srtt_s"] * 1e3, label=label)
     ax.set_ylabel("smoothed RTT (ms)")
     ax.set_title("RTT per subflow")
 
 
+def sample_interval_s(results: Results) -> float | None:
+    """The sampling period, from the times of the flows (or subflows) table."""
+    for table in ("flows", "subflows", "interfaces"):
+        times = sorted(set(results.table(table)["time_s"].dropna()))
+        if len(times) >= 2:
+            return min(b - a for a, b in itertools.pairwise(times) if b > a)
+        if times:
+            return times[0]  # one sample, taken one period after the start
+    return None
+
+
+def subflow_throughput(results: Results, flows: list[str] | None = None) -> pd.DataFrame:
+    """Throughput per subflow and sample: differences of `bytes_delivered` (acknowledged bytes).
+
+    Columns: flow, connection, subflow, side, time_s, throughput_bps. A
+    subflow's first row counts from zero over one sample period: a subflow
+    is traced from the first sample after it sent data.
+    """
+    df = _subflows_frame(results)
+    if flows is not None:
+        df = df[df["flow"].isin(flows)]
+    keys = ["flow", "connection", "subflow", "side"]
+    interval = sample_interval_s(results)
+    if not len(df) or interval is None:
+        return pd.DataFrame({c: [] for c in keys + ["time_s", "throughput_bps"]})
+    parts = [
+        _with_throughput(rows.sort_values("time_s"), interval)[keys + ["time_s", "throughput_bps"]]
+        for _, rows in df.groupby(keys, sort=True)
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def _with_throughput(rows: pd.DataFrame, interval_s: float) -> pd.DataFrame:
+    """One subflow's rows (sorted by time) with a `throughput_bps` column."""
+    delivered = rows["bytes_delivered"].diff().fillna(rows["bytes_delivered"])
+    dt = rows["time_s"].diff().fillna(interval_s)
+    rate = (delivered * 8.0 / dt.where(dt > 0)).fillna(0.0)
+    return rows.assign(throughput_bps=rate.to_numpy())
+
+
+def _subflow_throughput(results: Results, ax: Axes) -> None:
+    interval = sample_interval_s(results)
+    for label, rows in _subflow_groups(results, mptcp_flows(results)):
+        rows = _with_throughput(rows, interval or 1.0)
+        ax.plot(rows["time_s"], rows["throughput_bps"] / 1e6, label=label)
+    ax.set_ylabel("throughput (Mbit/s)")
+    ax.set_title("Throughput per MPTCP subflow (acknowledged bytes)")
+
+
+def _rcvbuf(results: Results, ax: Axes) -> None:
+    df = results.connections
+    several = {flow: rows[["connection", "side"]].drop_duplicates() for flow, rows in df.groupby("flow", sort=True)}
+    for (flow, connection, side), rows in df.groupby(["flow", "connection", "side"], sort=True):
+        pairs = several[flow]
+        label = str(flow)
+        if pairs["connection"].nunique() > 1:
+            label += f" c{connection}"
+        if pairs["side"].nunique() > 1:
+            label += f" ({side})"
+        rows = rows.sort_values("time_s")
+        ax.plot(rows["time_s"], rows["ooo_bytes"] / 1e3, label=label)
+    ax.set_ylabel("out-of-order bytes held (kB)")
+    ax.set_title("MPTCP connection receive buffer")
+
+
 def _has_data(results: Results, what: str) -> bool:
-    table = {"interfaces": "interfaces", "flows": "flows", "cwnd": "subflows", "rtt": "subflows"}[what]
+    if what == "subflow-throughput":
+        flows = mptcp_flows(results)
+        return bool(flows) and bool(results.subflows["flow"].isin(flows).any())
+    table = {"interfaces": "interfaces", "flows": "flows", "cwnd": "subflows", "rtt": "subflows",
+             "rcvbuf": "connections"}[what]  # fmt: skip
     return len(results.table(table)) > 0
 
 

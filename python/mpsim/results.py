@@ -38,7 +38,12 @@ SCHEMAS: dict[str, pa.Schema] = {
     "subflows": pa.schema(
         [("time_s", F64), ("flow", STR), ("connection", I64), ("subflow", I64), ("side", STR),
          ("cwnd_bytes", F64), ("ssthresh_bytes", F64), ("srtt_s", F64),
-         ("bytes_in_flight", I64), ("bytes_delivered", I64), ("retransmissions", I64)]
+         ("bytes_in_flight", I64), ("bytes_delivered", I64), ("retransmissions", I64),
+         ("reinjected_bytes", I64)]
+    ),
+    "connections": pa.schema(
+        [("time_s", F64), ("flow", STR), ("connection", I64), ("side", STR),
+         ("rcv_buffer_bytes", I64), ("ooo_bytes", I64)]
     ),
     "requests": pa.schema(
         [("flow", STR), ("index", I64), ("size_bytes", I64), ("start_s", F64), ("end_s", F64)]
@@ -93,6 +98,11 @@ class Results:
         return self.table("subflows")
 
     @property
+    def connections(self) -> pd.DataFrame:
+        """MPTCP connection-level samples: receive buffer and out-of-order bytes per endpoint."""
+        return self.table("connections")
+
+    @property
     def requests(self) -> pd.DataFrame:
         return self.table("requests")
 
@@ -108,7 +118,8 @@ class Results:
         return float(flows[flow]["goodput_bps"])
 
     def plot(self, what: str = "flows", ax: Any = None) -> Any:
-        """A matplotlib Figure: "interfaces", "flows", "cwnd" or "rtt" over time."""
+        """A matplotlib Figure over time: "interfaces", "flows", "cwnd", "rtt",
+        "subflow-throughput" (MPTCP subflows) or "rcvbuf" (MPTCP receive buffers)."""
         from .plot import figure
 
         return figure(self, what, ax=ax)

@@ -56,6 +56,17 @@ CC_BY_TRANSPORT: dict[str, tuple[str, ...]] = {
     "udp": (),
 }
 DEFAULT_CC = {"tcp": "reno", "mptcp": "lia", "cmt": "reno", "udp": None}
+MPTCP_SCHEDULERS = ("default", "roundrobin", "redundant")
+MPTCP_PATH_MANAGERS = ("default", "fullmesh", "ndiffports", "endpoints")
+# What the engine gets when a key is left out (filled in by spec.py).
+DEFAULT_SCHEDULER = "default"
+DEFAULT_PATH_MANAGER = "fullmesh"
+DEFAULT_NDIFFPORTS_SUBFLOWS = 2
+DEFAULT_MAX_SUBFLOWS = 2  # Linux net.mptcp endpoints limits
+DEFAULT_MAX_ADD_ADDR_ACCEPTED = 0
+# ndiffports subflows in all, and the endpoints limits: at most 8, as the
+# Linux path manager (MPTCP_PM_ADDR_MAX); each connection has a block of 16 ports.
+MAX_MPTCP_SUBFLOWS = 8
 CONTROLLER_APPS = ("shortest", "ecmp", "disjoint", "mpsshetn")
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -90,6 +101,8 @@ PositiveSizeBytes = Annotated[int, BeforeValidator(units.parse_size), AfterValid
 QueueLimit = Annotated[dict[str, int], BeforeValidator(units.parse_queue)]
 Probability = Annotated[float, BeforeValidator(units.parse_probability)]
 Count = Annotated[StrictInt, AfterValidator(_positive)]
+SubflowCount = Annotated[StrictInt, Field(ge=1, le=MAX_MPTCP_SUBFLOWS)]
+SubflowLimit = Annotated[StrictInt, Field(ge=0, le=MAX_MPTCP_SUBFLOWS)]
 Name = Annotated[str, AfterValidator(_name)]
 
 
@@ -257,8 +270,11 @@ class Flow(_Model):
     cc: str | None = None
     cc_mode: Literal["reference", "linux"] = "reference"
     scheduler: Literal["default", "roundrobin", "redundant"] | None = None
-    path_manager: Literal["default", "fullmesh", "ndiffports"] | None = None
-    subflows: Count | None = None
+    path_manager: Literal["default", "fullmesh", "ndiffports", "endpoints"] | None = None
+    subflows: SubflowCount | None = None
+    backup_interfaces: list[Name] | None = None
+    max_subflows: SubflowLimit | None = None
+    max_add_addr_accepted: SubflowLimit | None = None
     client_interfaces: list[Name] | None = None
     mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")
@@ -551,6 +567,14 @@ _TYPE_WORDS = {
 }
 
 
+_BOUND_WORDS = {
+    "less_than_equal": ("at most", "le"),
+    "greater_than_equal": ("at least", "ge"),
+    "less_than": ("less than", "lt"),
+    "greater_than": ("greater than", "gt"),
+}
+
+
 def _pydantic_message(err: dict) -> str:
     kind, loc = err["type"], tuple(err["loc"])
     if kind == "extra_forbidden":
@@ -561,6 +585,9 @@ def _pydantic_message(err: dict) -> str:
         return f"bad value {err['input']!r}: expected {err['ctx']['expected']}"
     if kind == "value_error":
         return str(err["ctx"]["error"])
+    if kind in _BOUND_WORDS:
+        word, key = _BOUND_WORDS[kind]
+        return f"must be {word} {err['ctx'][key]}, got {err['input']!r}"
     if kind in _TYPE_WORDS:
         return f"{_TYPE_WORDS[kind]}, got {err['input']!r}"
     if kind in ("too_long", "too_short") and loc and loc[-1] == "between":

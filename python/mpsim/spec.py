@@ -4,17 +4,27 @@ Everything here is already validated; this module only fills defaults and
 lays the data out as the Rust side (`crates/mpsim/src/spec.rs`) reads it.
 Key order follows the document so the JSON is easy to compare by eye.
 
-The multipath flow keys (scheduler, path_manager, subflows, variant, rbuf)
-are validated in scenario.py but not sent yet: engine-spec.md has no place
-for them, and the engine rejects unknown keys. An mptcp or cmt flow reaches
-the engine as its transport alone, which the engine refuses by name.
+An mptcp flow carries six more keys (scheduler, path_manager, subflows,
+backup_interfaces, max_subflows, max_add_addr_accepted), with the defaults
+filled in; tcp and udp flows never carry them, so their documents stay as
+they were. The cmt keys (variant, rbuf) are validated in scenario.py but not
+sent: the engine refuses transport "cmt" by name.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .scenario import Flow, Link, Scenario
+from .scenario import (
+    DEFAULT_MAX_ADD_ADDR_ACCEPTED,
+    DEFAULT_MAX_SUBFLOWS,
+    DEFAULT_NDIFFPORTS_SUBFLOWS,
+    DEFAULT_PATH_MANAGER,
+    DEFAULT_SCHEDULER,
+    Flow,
+    Link,
+    Scenario,
+)
 
 HTTP_DEFAULT_REQUEST_BYTES = 100
 CBR_DEFAULT_PACKET_BYTES = 1500
@@ -109,7 +119,28 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
     if flow.transport == "udp":
         # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
         del spec["cc"]
+    if flow.transport == "mptcp":
+        spec.update(mptcp_spec(flow))
     return spec
+
+
+def mptcp_spec(flow: Flow) -> dict[str, Any]:
+    """The MPTCP keys of one flow, defaults filled; a key that does not apply to the path manager is null."""
+    manager = flow.path_manager or DEFAULT_PATH_MANAGER
+    ndiffports = manager == "ndiffports"
+    endpoints = manager == "endpoints"
+    return {
+        "scheduler": flow.scheduler or DEFAULT_SCHEDULER,
+        "path_manager": manager,
+        "subflows": (flow.subflows or DEFAULT_NDIFFPORTS_SUBFLOWS) if ndiffports else None,
+        "backup_interfaces": list(flow.backup_interfaces or []),
+        "max_subflows": _or(flow.max_subflows, DEFAULT_MAX_SUBFLOWS) if endpoints else None,
+        "max_add_addr_accepted": _or(flow.max_add_addr_accepted, DEFAULT_MAX_ADD_ADDR_ACCEPTED) if endpoints else None,
+    }
+
+
+def _or(value: int | None, default: int) -> int:
+    return default if value is None else value  # 0 is a value, not a missing one
 
 
 def app_spec(flow: Flow) -> dict[str, Any]:

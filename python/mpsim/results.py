@@ -59,8 +59,15 @@ TableLike = Mapping[str, Any] | pd.DataFrame | pa.Table
 class Results:
     """The summary and time series of one run."""
 
-    def __init__(self, summary: Mapping[str, Any], traces: Mapping[str, TableLike] | None = None) -> None:
+    def __init__(
+        self,
+        summary: Mapping[str, Any],
+        traces: Mapping[str, TableLike] | None = None,
+        pcaps: Mapping[str, bytes] | None = None,
+    ) -> None:
         self.summary: dict[str, Any] = dict(summary)
+        #: Captures of `record.pcap`: interface ("node:link") -> pcap file bytes.
+        self.pcaps: dict[str, bytes] = dict(pcaps or {})
         traces = traces or {}
         self._tables = {name: to_arrow(name, traces.get(name)) for name in TABLES}
         # Tables the engine returned beyond the known ones are kept as they are.
@@ -134,6 +141,8 @@ class Results:
                 atomic_write(target / f"{name}.parquet", lambda tmp, t=table: _write_parquet(t, tmp))
             text = summary_text(self.summary)
             atomic_write(target / SUMMARY_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+            for iface, data in self.pcaps.items():
+                atomic_write(target / pcap_file_name(iface), lambda tmp, d=data: tmp.write_bytes(d))
             if plot:
                 from .plot import plot_results
 
@@ -161,6 +170,11 @@ class Results:
             except (OSError, pa.ArrowException) as exc:
                 raise ResultsError(f"{path}: cannot read: {exc}") from None
         return cls(summary, traces)
+
+
+def pcap_file_name(iface: str) -> str:
+    """File of the capture of interface "node:link": node-link.pcap."""
+    return iface.replace(":", "-") + ".pcap"
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:

@@ -55,7 +55,8 @@ def run(
     _advance(sim, scenario, progress)
     wall_s = time.perf_counter() - started
     summary = _summary(json.loads(sim.summary_json()), sim, scenario, wall_s)
-    results = Results(summary, sim.traces())
+    pcaps = sim.pcaps() if hasattr(sim, "pcaps") else {}
+    results = Results(summary, sim.traces(), pcaps=pcaps)
     if out is not None:
         results.save(Path(out))
     return results

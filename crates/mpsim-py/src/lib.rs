@@ -48,6 +48,15 @@ impl Simulation {
         self.inner.summary().to_string()
     }
 
+    /// `{interface: pcap file bytes}` for the interfaces of `record.pcap`.
+    fn pcaps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let out = PyDict::new(py);
+        for (name, bytes) in self.inner.pcaps() {
+            out.set_item(name, pyo3::types::PyBytes::new(py, &bytes))?;
+        }
+        Ok(out)
+    }
+
     /// `{table: {column: list}}`.
     fn traces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);

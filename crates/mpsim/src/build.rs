@@ -143,13 +143,41 @@ impl Simulation {
             no_route_drops: 0,
             wall_s: 0.0,
             next_port: 32768,
+            captures: Vec::new(),
+            capture_egress: Vec::new(),
+            capture_ingress: Vec::new(),
         };
+        sim.build_captures(&spec.record.pcap, &index)?;
         for (i, f) in spec.flows.iter().enumerate() {
             let flow = sim.build_flow(i, f, spec, &index)?;
             sim.flows.push(flow);
         }
         sim.schedule_initial_events(spec);
         Ok(sim)
+    }
+
+    /// `record.pcap` entries are `node:link`.
+    fn build_captures(&mut self, entries: &[String], index: &NodeIndex) -> Result<(), BuildError> {
+        let n_dirs = self.dirs.len();
+        self.capture_egress = vec![None; n_dirs];
+        self.capture_ingress = vec![None; n_dirs];
+        for entry in entries {
+            let what = format!("record.pcap '{entry}'");
+            let (node, link) = entry.split_once(':').ok_or_else(|| invalid(format!("{what}: expected NODE:LINK")))?;
+            let node = index.get(node, &what)?;
+            let &(l, side) = self.nodes[node.index()]
+                .ifaces
+                .iter()
+                .find(|(l, _)| self.links[l.index()].name == link)
+                .ok_or_else(|| invalid(format!("{what}: no host interface on link '{link}'")))?;
+            let c = self.captures.len() as u32;
+            let writer = crate::pcap::PcapWriter::new(Vec::new()).map_err(|e| invalid(format!("{what}: {e}")))?;
+            self.captures.push(crate::sim::Capture { name: entry.clone(), writer });
+            let out = (2 * l.0 + side) as usize;
+            self.capture_egress[out] = Some(c);
+            self.capture_ingress[out ^ 1] = Some(c);
+        }
+        Ok(())
     }
 
     fn host_ifaces(&self, node: NodeId, what: &str) -> Result<&[(LinkId, u32)], BuildError> {
@@ -224,7 +252,8 @@ impl Simulation {
             ..TcpConfig::default()
         };
         let (app, receiver) = make_app(&f.app);
-        let port = (5000 + i) as u16;
+        // The dynamic range: no Wireshark dissector claims these ports.
+        let port = (49152 + i % 16384) as u16;
         Ok(Flow {
             spec: f.clone(),
             app,

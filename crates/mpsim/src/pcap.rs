@@ -117,6 +117,11 @@ impl<W: Write> PcapWriter<W> {
     }
 
     /// Flushes and returns the underlying sink.
+    /// The sink written so far.
+    pub fn get_ref(&self) -> &W {
+        &self.out
+    }
+
     pub fn into_inner(mut self) -> io::Result<W> {
         self.out.flush()?;
         Ok(self.out)

@@ -77,6 +77,17 @@ pub struct Simulation {
     pub(crate) no_route_drops: u64,
     pub(crate) wall_s: f64,
     pub(crate) next_port: u16,
+    /// Packet captures (record.pcap), and per link direction the capture
+    /// that sees it leave a host (egress) or arrive at one (ingress).
+    pub(crate) captures: Vec<Capture>,
+    pub(crate) capture_egress: Vec<Option<u32>>,
+    pub(crate) capture_ingress: Vec<Option<u32>>,
+}
+
+/// One captured interface.
+pub(crate) struct Capture {
+    pub name: String,
+    pub writer: crate::pcap::PcapWriter<Vec<u8>>,
 }
 
 /// Wire bytes of an RST without options (Ethernet, IPv4, TCP, timestamps).
@@ -124,6 +135,11 @@ impl Simulation {
             }
         }
         lines
+    }
+
+    /// The captures of `record.pcap`, by interface name, as pcap file bytes.
+    pub fn pcaps(&self) -> Vec<(String, Vec<u8>)> {
+        self.captures.iter().map(|c| (c.name.clone(), c.writer.get_ref().clone())).collect()
     }
 
     pub fn is_done(&self) -> bool {
@@ -209,6 +225,7 @@ impl Simulation {
     fn arrive(&mut self, dir: u32, pid: PacketId) {
         let node = self.dir_far_node(dir);
         if self.nodes[node.index()].kind == NodeKind::Host {
+            self.capture(self.capture_ingress[dir as usize], pid);
             let pkt = self.pool.take(pid);
             self.host_receive(node, pkt);
         } else {
@@ -227,6 +244,14 @@ impl Simulation {
         }
     }
 
+    fn capture(&mut self, c: Option<u32>, pid: PacketId) {
+        if let Some(c) = c {
+            let pkt = *self.pool.get(pid);
+            // Writing to memory cannot fail.
+            let _ = self.captures[c as usize].writer.write_packet(self.now, &pkt);
+        }
+    }
+
     pub(crate) fn transmit(&mut self, dir: u32, pid: PacketId) {
         if self.links[(dir / 2) as usize].strip_mptcp {
             let p = self.pool.get_mut(pid);
@@ -234,8 +259,13 @@ impl Simulation {
             p.ext = Default::default();
         }
         let wire = self.pool.get(pid).wire_bytes;
+        let outcome = self.dirs[dir as usize].enqueue(self.now, pid, wire);
+        if outcome != EnqueueOutcome::Dropped {
+            // As tcpdump: what the queue accepted, before the wire.
+            self.capture(self.capture_egress[dir as usize], pid);
+        }
         let d = &mut self.dirs[dir as usize];
-        match d.enqueue(self.now, pid, wire) {
+        match outcome {
             EnqueueOutcome::Accepted { schedule } => {
                 self.packet_hops += 1;
                 if let Some(t) = schedule {

@@ -139,3 +139,4 @@ mod tests {
         assert_eq!(p.seq_len(), 12);
     }
 }
+

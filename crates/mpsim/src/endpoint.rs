@@ -31,11 +31,16 @@ impl EpKind {
         }
     }
 
-    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
+    /// Appends every packet the endpoint has to send to `sink`.
+    pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
         match self {
-            EpKind::Tcp(c) => c.poll_transmit(now),
-            EpKind::Mptcp(c) => c.poll_transmit(now),
-            EpKind::Closed => None,
+            EpKind::Tcp(c) => {
+                while let Some(p) = c.poll_transmit(now) {
+                    sink.push(p);
+                }
+            }
+            EpKind::Mptcp(c) => c.drain_transmit(now, sink),
+            EpKind::Closed => {}
         }
     }
 

@@ -368,9 +368,7 @@ impl Simulation {
             return;
         }
         let mut out = std::mem::take(&mut self.sampler.scratch_packets);
-        while let Some(p) = e.kind.poll_transmit(now) {
-            out.push(p);
-        }
+        e.kind.drain_transmit(now, &mut out);
         let mut events = std::mem::take(&mut self.sampler.scratch_events);
         while let Some(ev) = e.kind.poll_event() {
             events.push(ev);

@@ -10,7 +10,7 @@ use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
 use mpsim_core::mptcp::{MpOption, MptcpOpts};
 use mpsim_core::{Addr, Packet, SimDuration, SimRng, SimTime, TcpFlags};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum MpState {
@@ -54,8 +54,8 @@ pub(super) struct Sub {
     /// Closed, reset or removed.
     pub gone: bool,
     pub tx_map: VecDeque<TxMap>,
-    /// Receive mappings: ssn -> (dsn, len).
-    pub rx_map: BTreeMap<u64, (u64, u32)>,
+    /// Receive mappings (ssn, dsn, len), ordered by ssn.
+    pub rx_map: VecDeque<(u64, u64, u32)>,
     /// Subflow bytes below this were moved to the connection.
     pub rx_seen: u64,
     pub timeouts_seen: u64,
@@ -68,6 +68,8 @@ pub(super) struct Sub {
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
     pub last_penalised: Option<SimTime>,
+    /// Something happened on it since it was last asked what to send.
+    pub dirty: bool,
 }
 
 impl Sub {
@@ -85,7 +87,7 @@ impl Sub {
             pf: false,
             gone: false,
             tx_map: VecDeque::new(),
-            rx_map: BTreeMap::new(),
+            rx_map: VecDeque::new(),
             rx_seen: 1,
             timeouts_seen: 0,
             una_seen: 0,
@@ -93,11 +95,24 @@ impl Sub {
             rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
+            dirty: true,
         }
     }
 
     pub fn local(&self) -> Addr {
         self.sf.local
+    }
+
+    /// Records a received mapping; mappings mostly arrive in order.
+    pub fn insert_rx_map(&mut self, ssn: u64, dsn: u64, len: u32) {
+        if self.rx_map.back().is_none_or(|&(s, _, _)| s < ssn) {
+            self.rx_map.push_back((ssn, dsn, len));
+            return;
+        }
+        match self.rx_map.binary_search_by_key(&ssn, |&(s, _, _)| s) {
+            Ok(i) => self.rx_map[i] = (ssn, dsn, len),
+            Err(i) => self.rx_map.insert(i, (ssn, dsn, len)),
+        }
     }
     pub fn remote(&self) -> Addr {
         self.sf.remote
@@ -172,12 +187,19 @@ pub struct MptcpConnection {
     pub(super) add_addr_accepted: u8,
     pub(super) rr_last: usize,
     pub(super) out: VecDeque<Packet>,
+    /// The engine's buffer, lent during `drain_transmit`.
+    pub(super) out_sink: Vec<Packet>,
+    pub(super) draining: bool,
     pub(super) events: VecDeque<AppEvent>,
     pub(super) mevents: VecDeque<MptcpEvent>,
     pub(super) connected_reported: bool,
     /// A DSS arrived from the peer: it holds our key, so MP_JOINs will find
     /// the connection ("fully established", RFC 8684 3.1).
     pub(super) peer_confirmed: bool,
+    /// Nothing happened since the last fill found nothing more to send.
+    pub(super) quiet: bool,
+    /// Reused buffer of DSN ranges moved from a subflow to the connection.
+    pub(super) scratch_ranges: Vec<(u64, u64)>,
     pub stats: MptcpStats,
 }
 
@@ -229,10 +251,14 @@ impl MptcpConnection {
             add_addr_accepted: 0,
             rr_last: usize::MAX,
             out: VecDeque::new(),
+            out_sink: Vec::new(),
+            draining: false,
             events: VecDeque::new(),
             mevents: VecDeque::new(),
             connected_reported: false,
             peer_confirmed: false,
+            quiet: false,
+            scratch_ranges: Vec::new(),
             stats: MptcpStats::default(),
         })
     }
@@ -324,15 +350,19 @@ impl MptcpConnection {
     // ----- application side -----
 
     pub fn send(&mut self, bytes: u64) {
+        self.quiet = false;
         self.app_end = (self.app_end + bytes).min(UNLIMITED);
     }
     pub fn send_unlimited(&mut self) {
+        self.quiet = false;
         self.app_end = UNLIMITED;
     }
     pub fn pause(&mut self) {
+        self.quiet = false;
         self.app_end = self.data_nxt;
     }
     pub fn close(&mut self) {
+        self.quiet = false;
         self.close_requested = true;
     }
     pub fn poll_event(&mut self) -> Option<AppEvent> {
@@ -371,6 +401,7 @@ impl MptcpConnection {
     }
 
     pub fn handle_timeout(&mut self, now: SimTime) {
+        self.quiet = false;
         for r in 0..self.subs.len() {
             if self.subs[r].gone || !self.subs[r].sf.poll_timeout().is_some_and(|t| t <= now) {
                 continue;
@@ -378,6 +409,7 @@ impl MptcpConnection {
             let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
             sub.sf.handle_timeout(now, &mut cx);
+            sub.dirty = true;
             self.after_subflow_activity(now, r);
         }
         if self.meta_rto_at.is_some_and(|t| t <= now) {
@@ -421,6 +453,7 @@ impl MptcpConnection {
     /// A segment for this connection (any of its 4-tuples). Returns false if
     /// no subflow matches and it is not an MP_JOIN this connection accepts.
     pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
+        self.quiet = false;
         let Some(r) = self.subflow_of(pkt) else {
             return self.accept_join(now, pkt);
         };
@@ -434,6 +467,7 @@ impl MptcpConnection {
         let sub = &mut self.subs[r];
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
         sub.sf.handle_segment(now, pkt, &mut cx);
+        sub.dirty = true;
         if let Some(m) = opts.as_ref() {
             self.after_options(now, r, pkt, m);
         } else if self.state == MpState::Fallback {
@@ -528,7 +562,8 @@ impl MptcpConnection {
         if let MpOption::CapableData { data_len, .. } = m.option {
             // Implied mapping of the initial subflow's first data (RFC 8684 3.1).
             if pkt.payload_bytes > 0 && self.subs[r].kind == Kind::Initial {
-                self.subs[r].rx_map.insert(pkt.seq, (pkt.seq, (data_len as u32).min(pkt.payload_bytes)));
+                let len = (data_len as u32).min(pkt.payload_bytes);
+                self.subs[r].insert_rx_map(pkt.seq, pkt.seq, len);
             }
         }
         // A DATA_ACK proves the peer has our key (it derives our IDSN).
@@ -660,7 +695,7 @@ impl MptcpConnection {
             return;
         }
         let rst = self.subs[r].sf.abort(now);
-        self.out.push_back(rst);
+        self.emit(rst);
         self.subflow_gone(r);
     }
 
@@ -785,6 +820,8 @@ impl MptcpConnection {
 
     /// The host's interface with address `addr` went down or came up.
     pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
+        self.quiet = false;
+        self.subs.iter_mut().for_each(|s| s.dirty = true);
         let Some(i) = self.cfg.local_addrs.iter().position(|a| a.addr == addr) else { return };
         if self.cfg.local_addrs[i].up == up {
             return;

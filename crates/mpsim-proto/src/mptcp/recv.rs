@@ -25,7 +25,7 @@ impl MptcpConnection {
         let abs = if pkt.ext.mptcp().and_then(|m| m.dss).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
         let dsn = abs.wrapping_sub(self.remote_idsn);
         if pkt.payload_bytes > 0 {
-            self.subs[r].rx_map.insert(pkt.seq, (dsn, pkt.payload_bytes));
+            self.subs[r].insert_rx_map(pkt.seq, dsn, pkt.payload_bytes);
         }
         if data_fin {
             // The DATA_FIN takes the last DSN of its mapping.
@@ -40,30 +40,29 @@ impl MptcpConnection {
         let (start, end) = (sub.rx_seen, sub.rx_seen + bytes);
         sub.rx_seen = end;
         sub.rx_bytes += bytes;
-        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        let mut ranges = std::mem::take(&mut self.scratch_ranges);
+        ranges.clear();
         if self.state == MpState::Fallback {
             ranges.push((start, end)); // infinite mapping: DSN = SSN
         } else {
-            for (&ssn, &(dsn, len)) in sub.rx_map.range(..end) {
+            for &(ssn, dsn, len) in sub.rx_map.iter().take_while(|m| m.0 < end) {
                 let s = ssn.max(start);
                 let e = (ssn + len as u64).min(end);
                 if s < e {
                     ranges.push((dsn + (s - ssn), dsn + (e - ssn)));
                 }
             }
-            let keep = sub.rx_map.split_off(&end);
-            let last = sub.rx_map.iter().next_back().filter(|(&ssn, &(_, len))| ssn + len as u64 > end).map(|(&k, &v)| (k, v));
-            sub.rx_map = keep;
-            if let Some((k, v)) = last {
-                sub.rx_map.insert(k, v);
+            while sub.rx_map.front().is_some_and(|&(ssn, _, len)| ssn + len as u64 <= end) {
+                sub.rx_map.pop_front();
             }
         }
-        for (s, e) in ranges {
+        for &(s, e) in &ranges {
             let out = self.rcv.on_data(s, e);
             if out.delivered > 0 {
                 self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
             }
         }
+        self.scratch_ranges = ranges;
         self.check_peer_data_fin();
     }
 

@@ -49,17 +49,22 @@ impl MptcpConnection {
     pub(super) fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
         let mask = self.mask_of(seg);
         for backup in [false, true] {
-            let class: Vec<usize> = (0..self.subs.len()).filter(|&r| self.subs[r].backup == backup && self.usable(r)).collect();
-            let fresh: Vec<usize> = class.iter().copied().filter(|&r| !Self::carried(seg, mask, r)).collect();
-            if fresh.is_empty() {
-                continue;
+            let mut any_fresh = false;
+            let mut best: Option<(usize, f64)> = None;
+            for r in 0..self.subs.len() {
+                if self.subs[r].backup != backup || !self.usable(r) || Self::carried(seg, mask, r) {
+                    continue;
+                }
+                any_fresh = true;
+                let srtt = self.cc[r].srtt_s();
+                // Ties go to the lower index, as the list order of Linux.
+                if best.is_none_or(|(_, b)| srtt < b) && self.has_room(r) {
+                    best = Some((r, srtt));
+                }
             }
-            let best = fresh
-                .iter()
-                .copied()
-                .filter(|&r| self.has_room(r))
-                .min_by(|&a, &b| self.cc[a].srtt_s().total_cmp(&self.cc[b].srtt_s()).then(a.cmp(&b)));
-            return best;
+            if any_fresh {
+                return best.map(|(r, _)| r);
+            }
         }
         None
     }

@@ -24,17 +24,46 @@ pub(super) struct NextSeg {
 
 impl MptcpConnection {
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
-        if self.out.is_empty() {
+        if self.out.is_empty() && !self.quiet {
             self.fill(now);
+            // Until the next input, another fill would find nothing new.
+            self.quiet = true;
         }
         self.out.pop_front()
+    }
+
+    /// Everything `poll_transmit` would return, appended to `sink` in the
+    /// same order without the intermediate queue (the engine's hot path).
+    pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
+        sink.extend(self.out.drain(..));
+        if !self.quiet {
+            std::mem::swap(&mut self.out_sink, sink);
+            self.draining = true;
+            self.fill(now);
+            self.draining = false;
+            std::mem::swap(&mut self.out_sink, sink);
+            sink.extend(self.out.drain(..));
+            self.quiet = true;
+        }
+    }
+
+    /// A packet ready to leave: straight into the engine's buffer while
+    /// `drain_transmit` runs, else into the queue `poll_transmit` pops.
+    pub(super) fn emit(&mut self, p: Packet) {
+        if self.draining {
+            self.out_sink.push(p);
+        } else {
+            self.out.push_back(p);
+        }
     }
 
     fn fill(&mut self, now: SimTime) {
         let wnd = self.rcv.window_bytes();
         for r in 0..self.subs.len() {
-            if !self.subs[r].gone {
-                self.subs[r].sf.set_advertised_window(Some(wnd));
+            let sub = &mut self.subs[r];
+            sub.sf.set_advertised_window(Some(wnd));
+            // Only subflows that saw something can have something new to send.
+            if !sub.gone && std::mem::take(&mut sub.dirty) {
                 self.drain_subflow(now, r);
             }
         }
@@ -61,11 +90,12 @@ impl MptcpConnection {
         loop {
             let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-            let Some(p) = sub.sf.poll_transmit(now, &mut cx) else { break };
-            let p = self.decorate(r, p);
-            self.out.push_back(p);
+            let Some(mut p) = sub.sf.poll_transmit(now, &mut cx) else { break };
+            self.decorate(r, &mut p);
+            self.emit(p);
         }
-        self.after_subflow_activity(now, r);
+        // Sending raises no subflow events: `after_subflow_activity` runs
+        // after segments and timeouts only.
     }
 
     /// Default and round-robin scheduling: one segment at a time.
@@ -186,19 +216,18 @@ impl MptcpConnection {
     }
 
     /// MPTCP options for a segment subflow `r` produced.
-    fn decorate(&mut self, r: usize, mut p: Packet) -> Packet {
+    fn decorate(&mut self, r: usize, p: &mut Packet) {
         if self.state == MpState::Fallback || p.flags.has(TcpFlags::RST) {
-            return p;
+            return;
         }
-        let option = self.handshake_option(r, &p);
+        let option = self.handshake_option(r, p);
         let mut dss = None;
         let carries_keys = matches!(option, MpOption::CapableAck { .. } | MpOption::CapableData { .. });
         let server_early = self.state == MpState::Handshake && !self.is_client;
         if !p.flags.has(TcpFlags::SYN) && !carries_keys && (self.state == MpState::Established || server_early) {
-            dss = Some(self.dss_for(r, &p));
+            dss = Some(self.dss_for(r, p));
         }
-        self.attach(&mut p, MptcpOpts { dss, option });
-        p
+        self.attach(p, MptcpOpts { dss, option });
     }
 
     fn handshake_option(&mut self, r: usize, p: &Packet) -> MpOption {
@@ -292,7 +321,7 @@ impl MptcpConnection {
         dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.data_nxt), ssn: 0, len: 1 });
         dss.data_fin = true;
         self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
-        self.out.push_back(p);
+        self.emit(p);
         self.data_fin_sent = true;
     }
 
@@ -305,7 +334,7 @@ impl MptcpConnection {
             let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
             let dss = self.dss_for(r, &p);
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
-            self.out.push_back(p);
+            self.emit(p);
             self.announce.pop_front();
         }
     }
@@ -318,6 +347,7 @@ impl MptcpConnection {
         self.subflows_closed = true;
         for s in self.subs.iter_mut().filter(|s| !s.gone) {
             s.sf.close();
+            s.dirty = true;
         }
     }
 

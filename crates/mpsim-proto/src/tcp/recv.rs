@@ -81,7 +81,23 @@ impl Receiver {
         }
     }
 
-    fn insert_ooo(&mut self, mut start: u64, mut end: u64) {
+    fn insert_ooo(&mut self, start: u64, end: u64) {
+        // Fast path: the segment extends the range just below it and does
+        // not reach the next one (the usual case: in-order data behind a hole).
+        let next_start = self.ooo.range(start..).next().map(|(&s, _)| s);
+        if let Some((&s, e)) = self.ooo.range_mut(..start).next_back() {
+            if *e == start && next_start.is_none_or(|n| n > end) {
+                *e = end;
+                self.ooo_bytes += end - start;
+                self.recent.copy_within(0..3, 1);
+                self.recent[0] = Some(s);
+                return;
+            }
+        }
+        self.insert_ooo_merging(start, end);
+    }
+
+    fn insert_ooo_merging(&mut self, mut start: u64, mut end: u64) {
         // Merge with every range that overlaps or touches [start, end).
         while let Some((&s, &e)) = self.ooo.range(..=end).next_back() {
             if e < start {

@@ -222,6 +222,7 @@ impl Scoreboard {
                 // Its retransmission is deemed lost too: send it again.
                 s.rtx_in_flight = false;
                 self.rtx_bytes -= s.len();
+                self.rtx_hint = self.rtx_hint.min(s.start);
             }
         }
         if !self.segs.is_empty() {
@@ -251,6 +252,9 @@ impl Scoreboard {
 
     /// First segment marked lost whose retransmission is not in flight.
     pub fn next_lost(&mut self) -> Option<Seg> {
+        if self.lost_bytes == 0 {
+            return None; // the common case: nothing is marked lost
+        }
         let mut i = self.index_of(self.rtx_hint);
         while i < self.segs.len() {
             let s = self.segs[i];
@@ -346,6 +350,17 @@ mod tests {
         let mut c = board(3);
         c.sack(0, 100);
         assert_eq!(c.cum_ack(100).rtt_from, None);
+    }
+
+    #[test]
+    fn a_head_whose_retransmission_was_lost_is_retransmitted_again() {
+        let mut b = board(3);
+        b.mark_head_lost();
+        let s = b.next_lost().unwrap();
+        b.on_retransmit(s.start, SimTime(5));
+        assert!(b.next_lost().is_none());
+        b.mark_head_lost();
+        assert_eq!(b.next_lost().map(|s| s.start), Some(0));
     }
 
     #[test]

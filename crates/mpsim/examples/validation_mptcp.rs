@@ -26,6 +26,11 @@ fn main() {
         let hi = g.shares.iter().cloned().fold(0.0, f64::max);
         println!("| {cc} | {:.3} | {:.3} | {:.3} | {:.3} |", d.mean(), g.mean(), lo, hi);
     }
+    let (with_options, stripped) = phase_effect(120.0);
+    println!(
+        "\nPhase effect (no jitter): a single-subflow MPTCP connection against one reno TCP takes {with_options:.3} \
+         with its DSS options on the wire and {stripped:.3} with them stripped (TCP-sized packets)."
+    );
     println!("\n## Goal 3: balance congestion (two 10 Mbps paths, 20 ms one-way; path p2 also carries 5 reno flows; 60 s)\n");
     println!("| cc | MPTCP on idle p1 (Mbps) | on busy p2 | share on idle path | mean reno flow on p2 |\n|---|---|---|---|---|");
     for cc in ALGOS {

@@ -110,3 +110,21 @@ pub fn goal3(cc: &str, duration_s: f64, seed: u64) -> Goal3 {
     let tcp_mean_bps = (0..5).map(|i| goodput(&s, &format!("tcp{i}"))).sum::<f64>() / 5.0;
     Goal3 { cc: cc.into(), idle_path_bps: sub("p1"), busy_path_bps: sub("p2"), tcp_mean_bps }
 }
+
+/// The drop-tail phase effect behind goal 2's deterministic numbers: the
+/// share of a single-subflow MPTCP connection against one TCP flow, with
+/// MPTCP's options on the wire and with them stripped (fallback, same
+/// packet sizes as TCP). No jitter.
+pub fn phase_effect(duration_s: f64) -> (f64, f64) {
+    let share = |strip: bool| {
+        let mut b = SharedBottleneck::new("reno");
+        b.duration_s = duration_s;
+        let mut spec = b.spec();
+        spec["flows"][0]["path_manager"] = serde_json::json!("default");
+        spec["links"][0]["strip_mptcp"] = serde_json::json!(strip);
+        let (_, s) = run(&spec).expect("testbed spec builds");
+        let (m, t) = (goodput(&s, "mptcp"), goodput(&s, "tcp"));
+        m / (m + t).max(1.0)
+    };
+    (share(false), share(true))
+}

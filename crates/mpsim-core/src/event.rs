@@ -22,6 +22,9 @@ pub struct EventQueue<E> {
     /// Bucket 0: the events in the same time unit as `last`, sorted by (time, seq).
     now_bucket: VecDeque<(u64, u64, E)>,
     buckets: Vec<Vec<(u64, u64, E)>>,
+    /// Bit `b` set when bucket `b` (b >= 1) is non-empty: finding the
+    /// lowest one is a single `trailing_zeros` instead of a scan.
+    occupied: u128,
     /// Reused buffer for the bucket being redistributed (keeps its capacity).
     spill: Vec<(u64, u64, E)>,
     last: u64,
@@ -41,7 +44,7 @@ fn bucket_of(time: u64, last: u64) -> usize {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { now_bucket: VecDeque::with_capacity(64), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), spill: Vec::new(), last: 0, next_seq: 0, len: 0 }
+        EventQueue { now_bucket: VecDeque::with_capacity(64), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), spill: Vec::new(), occupied: 0, last: 0, next_seq: 0, len: 0 }
     }
 
     /// Schedules `event` at `time` (clamped to the last popped time).
@@ -57,8 +60,14 @@ impl<E> EventQueue<E> {
                 let pos = self.now_bucket.iter().rposition(|&(u, _, _)| u <= t).map_or(0, |i| i + 1);
                 self.now_bucket.insert(pos, (t, seq, event));
             }
-            b => self.buckets[b].push((t, seq, event)),
+            b => self.file(b, (t, seq, event)),
         }
+    }
+
+    /// Puts an entry in bucket `b` (>= 1).
+    fn file(&mut self, b: usize, entry: (u64, u64, E)) {
+        self.buckets[b].push(entry);
+        self.occupied |= 1 << b;
     }
 
     /// Makes the earliest events sit in bucket 0 (if there are any).
@@ -66,14 +75,21 @@ impl<E> EventQueue<E> {
         if !self.now_bucket.is_empty() || self.len == 0 {
             return;
         }
-        let Some(b) = (1..BUCKETS).find(|&b| !self.buckets[b].is_empty()) else { return };
+        if self.occupied == 0 {
+            return;
+        }
+        let b = self.occupied.trailing_zeros() as usize;
+        self.occupied &= !(1 << b);
         std::mem::swap(&mut self.spill, &mut self.buckets[b]);
         let min = self.spill.iter().map(|&(t, _, _)| t).min().unwrap_or(self.last);
         self.last = min;
         for (t, seq, e) in self.spill.drain(..) {
             match bucket_of(t, min) {
                 0 => self.now_bucket.push_back((t, seq, e)),
-                nb => self.buckets[nb].push((t, seq, e)),
+                nb => {
+                    self.buckets[nb].push((t, seq, e));
+                    self.occupied |= 1 << nb;
+                }
             }
         }
         if self.now_bucket.len() > 1 {

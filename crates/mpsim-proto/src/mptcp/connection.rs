@@ -117,6 +117,16 @@ impl Sub {
     pub fn remote(&self) -> Addr {
         self.sf.remote
     }
+
+    /// The mapping sent at subflow sequence `ssn`, if one starts there.
+    /// New data is the newest mapping: checked first, before the search.
+    pub fn tx_map_at(&self, ssn: u64) -> Option<TxMap> {
+        if let Some(&m) = self.tx_map.back().filter(|m| m.ssn <= ssn) {
+            return (m.ssn == ssn).then_some(m);
+        }
+        let i = self.tx_map.partition_point(|m| m.ssn < ssn);
+        self.tx_map.get(i).filter(|m| m.ssn == ssn).copied()
+    }
 }
 
 /// A connection-level segment not yet DATA_ACKed.

@@ -281,9 +281,7 @@ impl MptcpConnection {
         let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
         let mut dss = Dss { data_ack, ack64: true, dsn64: true, ..Default::default() };
         if p.payload_bytes > 0 {
-            let sub = &self.subs[r];
-            let i = sub.tx_map.partition_point(|m| m.ssn < p.seq);
-            if let Some(m) = sub.tx_map.get(i).filter(|m| m.ssn == p.seq) {
+            if let Some(m) = self.subs[r].tx_map_at(p.seq) {
                 dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(m.dsn), ssn: m.ssn as u32, len: m.len as u16 });
             }
         }

@@ -3,14 +3,16 @@
 //! advertised window from a finite buffer.
 
 use mpsim_core::SackBlocks;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 
 #[derive(Debug)]
 pub struct Receiver {
     /// Next in-order sequence expected.
     pub rcv_nxt: u64,
-    /// Out-of-order ranges start -> end, disjoint and not touching.
-    ooo: BTreeMap<u64, u64>,
+    /// Out-of-order ranges (start, end), sorted, disjoint and not touching.
+    /// A sorted deque: arrivals mostly extend the highest range and
+    /// deliveries pop the lowest, both O(1) at its ends.
+    ooo: VecDeque<(u64, u64)>,
     ooo_bytes: u64,
     /// Sequences inside the most recently updated ranges, newest first.
     recent: [Option<u64>; 4],
@@ -32,7 +34,7 @@ pub struct RecvOutcome {
 
 impl Receiver {
     pub fn new(rcv_nxt: u64, buf_bytes: u64) -> Self {
-        Receiver { rcv_nxt, ooo: BTreeMap::new(), ooo_bytes: 0, recent: [None; 4], buf_bytes, delivered_bytes: 0 }
+        Receiver { rcv_nxt, ooo: VecDeque::new(), ooo_bytes: 0, recent: [None; 4], buf_bytes, delivered_bytes: 0 }
     }
 
     /// Advertised window: free buffer space (the application reads at once,
@@ -71,56 +73,70 @@ impl Receiver {
     }
 
     fn drain_ooo(&mut self) {
-        while let Some((&s, &e)) = self.ooo.iter().next() {
+        while let Some(&(s, e)) = self.ooo.front() {
             if s > self.rcv_nxt {
                 break;
             }
-            self.ooo.remove(&s);
+            self.ooo.pop_front();
             self.ooo_bytes -= e - s;
             self.rcv_nxt = self.rcv_nxt.max(e);
         }
     }
 
     fn insert_ooo(&mut self, start: u64, end: u64) {
-        // Fast path: the segment extends the range just below it and does
-        // not reach the next one (the usual case: in-order data behind a hole).
-        let next_start = self.ooo.range(start..).next().map(|(&s, _)| s);
-        if let Some((&s, e)) = self.ooo.range_mut(..start).next_back() {
-            if *e == start && next_start.is_none_or(|n| n > end) {
+        // Fast path: the segment extends the highest range (the usual case:
+        // in-order data behind a hole) or starts a new one above it.
+        match self.ooo.back_mut() {
+            Some((s, e)) if *e == start => {
+                let s = *s;
                 *e = end;
-                self.ooo_bytes += end - start;
-                self.recent.copy_within(0..3, 1);
-                self.recent[0] = Some(s);
-                return;
+                self.note_changed(s, end - start);
             }
+            Some(&mut (_, e)) if e < start => self.push_new(start, end),
+            None => self.push_new(start, end),
+            Some(_) => self.insert_ooo_merging(start, end),
         }
-        self.insert_ooo_merging(start, end);
     }
 
-    fn insert_ooo_merging(&mut self, mut start: u64, mut end: u64) {
-        // Merge with every range that overlaps or touches [start, end).
-        while let Some((&s, &e)) = self.ooo.range(..=end).next_back() {
-            if e < start {
-                break;
-            }
-            self.ooo.remove(&s);
-            self.ooo_bytes -= e - s;
-            start = start.min(s);
-            end = end.max(e);
-        }
-        self.ooo.insert(start, end);
-        self.ooo_bytes += end - start;
+    fn push_new(&mut self, start: u64, end: u64) {
+        self.ooo.push_back((start, end));
+        self.note_changed(start, end - start);
+    }
+
+    /// Range starting at `start` changed and the buffer grew by `added` bytes.
+    fn note_changed(&mut self, start: u64, added: u64) {
+        self.ooo_bytes += added;
         self.recent.copy_within(0..3, 1);
         self.recent[0] = Some(start);
     }
 
+    fn insert_ooo_merging(&mut self, start: u64, end: u64) {
+        // The ranges that overlap or touch [start, end) are contiguous in
+        // the sorted queue: indices lo..hi. They merge into one.
+        let lo = self.ooo.partition_point(|&(_, e)| e < start);
+        let hi = self.ooo.partition_point(|&(s, _)| s <= end);
+        let (mut ms, mut me) = (start, end);
+        for (s, e) in self.ooo.drain(lo..hi) {
+            self.ooo_bytes -= e - s;
+            ms = ms.min(s);
+            me = me.max(e);
+        }
+        self.ooo.insert(lo, (ms, me));
+        self.note_changed(ms, me - ms);
+    }
+
     fn range_containing(&self, seq: u64) -> Option<(u64, u64)> {
-        self.ooo.range(..=seq).next_back().filter(|(_, &e)| e > seq).map(|(&s, &e)| (s, e))
+        let i = self.ooo.partition_point(|&(s, _)| s <= seq);
+        let &(s, e) = self.ooo.get(i.checked_sub(1)?)?;
+        (e > seq).then_some((s, e))
     }
 
     /// Up to three SACK blocks, the most recently changed first.
     pub fn sack_blocks(&self) -> SackBlocks {
         let mut out = SackBlocks::default();
+        if self.ooo.is_empty() {
+            return out; // nothing out of order: no block (stale `recent` aside)
+        }
         for seq in self.recent.iter().flatten() {
             if let Some(b) = self.range_containing(*seq) {
                 if !out.as_slice().contains(&b) && !out.push(b.0, b.1) {
@@ -129,7 +145,7 @@ impl Receiver {
             }
         }
         // Fill remaining slots with the lowest ranges not yet listed.
-        for (&s, &e) in &self.ooo {
+        for &(s, e) in &self.ooo {
             if out.len as usize >= 3 {
                 break;
             }

@@ -71,10 +71,17 @@ impl<E> EventQueue<E> {
     }
 
     /// Makes the earliest events sit in bucket 0 (if there are any).
+    /// Inlined check; the refill itself is out of line (it runs about once
+    /// per pop, the check twice).
+    #[inline]
     fn settle(&mut self) {
-        if !self.now_bucket.is_empty() || self.len == 0 {
-            return;
+        if self.now_bucket.is_empty() && self.len != 0 {
+            self.refill();
         }
+    }
+
+    #[inline(never)]
+    fn refill(&mut self) {
         if self.occupied == 0 {
             return;
         }

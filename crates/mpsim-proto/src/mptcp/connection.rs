@@ -470,15 +470,15 @@ impl MptcpConnection {
         if self.subs[r].gone {
             return true;
         }
-        let opts = pkt.ext.mptcp().copied();
-        if !self.before_subflow(now, r, pkt, opts.as_ref()) {
+        let opts = pkt.ext.mptcp();
+        if !self.before_subflow(now, r, pkt, opts) {
             return true;
         }
         let sub = &mut self.subs[r];
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
         sub.sf.handle_segment(now, pkt, &mut cx);
         sub.dirty = true;
-        if let Some(m) = opts.as_ref() {
+        if let Some(m) = opts {
             self.after_options(now, r, pkt, m);
         } else if self.state == MpState::Fallback {
             self.on_fallback_ack(now, pkt);

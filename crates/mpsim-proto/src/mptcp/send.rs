@@ -35,15 +35,22 @@ impl MptcpConnection {
     /// Everything `poll_transmit` would return, appended to `sink` in the
     /// same order without the intermediate queue (the engine's hot path).
     pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
-        sink.extend(self.out.drain(..));
+        self.move_queued(sink);
         if !self.quiet {
             std::mem::swap(&mut self.out_sink, sink);
             self.draining = true;
             self.fill(now);
             self.draining = false;
             std::mem::swap(&mut self.out_sink, sink);
-            sink.extend(self.out.drain(..));
+            self.move_queued(sink);
             self.quiet = true;
+        }
+    }
+
+    /// Packets queued outside `drain_transmit` (rare), in order, to `sink`.
+    fn move_queued(&mut self, sink: &mut Vec<Packet>) {
+        if !self.out.is_empty() {
+            sink.extend(self.out.drain(..));
         }
     }
 

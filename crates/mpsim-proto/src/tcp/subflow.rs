@@ -200,6 +200,7 @@ impl Subflow {
 
     /// Room for one more full segment of new data right now: established,
     /// nothing written but unsent, and the congestion window not full.
+    #[inline]
     pub fn has_send_room(&self, cc: &SubflowCc) -> bool {
         let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);

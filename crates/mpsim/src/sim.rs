@@ -226,7 +226,8 @@ impl Simulation {
         let node = self.dir_far_node(dir);
         if self.nodes[node.index()].kind == NodeKind::Host {
             self.capture(self.capture_ingress[dir as usize], pid);
-            self.host_receive(node, pid);
+            let pkt = self.pool.take(pid);
+            self.host_receive(node, pkt);
         } else {
             self.forward(node, pid);
         }
@@ -298,40 +299,22 @@ impl Simulation {
         self.transmit(dir, pid);
     }
 
-    /// Packet `pid` reached `host`. Its slot is freed in every case.
-    fn host_receive(&mut self, host: NodeId, pid: PacketId) {
-        let p = self.pool.get(pid);
-        let ours = iface_of_addr(p.dst).is_some_and(|(l, s)| l.index() < self.links.len() && self.topo.end(l, s) == host);
+    fn host_receive(&mut self, host: NodeId, pkt: Packet) {
+        let ours = iface_of_addr(pkt.dst).is_some_and(|(l, s)| l.index() < self.links.len() && self.topo.end(l, s) == host);
         if !ours {
-            self.pool.take(pid);
             return; // hosts do not forward
         }
-        let key = demux_key(p.dst, p.dport, p.src, p.sport);
+        let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
         match self.demux.get(&key).copied() {
-            Some(Demux::Ep(ep)) => self.deliver(ep, pid),
-            Some(Demux::Pending { flow, conn }) => {
-                let pkt = self.pool.take(pid);
-                self.accept(flow, conn, host, &pkt, key);
+            Some(Demux::Ep(ep)) => {
+                self.endpoints[ep as usize].kind.handle_segment(self.now, &pkt);
+                self.work.push(ep);
+                self.drain_work();
             }
-            Some(Demux::Udp { flow }) => {
-                let pkt = self.pool.take(pid);
-                self.flows[flow as usize].on_datagram(pkt.payload_bytes as u64, self.now);
-            }
-            None => {
-                let pkt = self.pool.take(pid);
-                self.unmatched_segment(host, &pkt);
-            }
+            Some(Demux::Pending { flow, conn }) => self.accept(flow, conn, host, &pkt, key),
+            Some(Demux::Udp { flow }) => self.flows[flow as usize].on_datagram(pkt.payload_bytes as u64, self.now),
+            None => self.unmatched_segment(host, &pkt),
         }
-    }
-
-    /// The hot path: the endpoint reads the segment in place in the pool
-    /// (no copy of the header), then the slot is freed before the endpoint
-    /// sends (so slots are reused as before).
-    fn deliver(&mut self, ep: u32, pid: PacketId) {
-        self.endpoints[ep as usize].kind.handle_segment(self.now, self.pool.get(pid));
-        self.pool.take(pid);
-        self.work.push(ep);
-        self.drain_work();
     }
 
     /// An MP_JOIN SYN goes to the connection owning its token; anything

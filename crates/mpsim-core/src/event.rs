@@ -22,9 +22,9 @@ pub struct EventQueue<E> {
     /// Bucket 0: the events in the same time unit as `last`, sorted by (time, seq).
     now_bucket: VecDeque<(u64, u64, E)>,
     buckets: Vec<Vec<(u64, u64, E)>>,
-    /// Bit `b` set when bucket `b` (b >= 1) is non-empty: finding the
+    /// Bit `b - 1` set when bucket `b` (1..=64) is non-empty: finding the
     /// lowest one is a single `trailing_zeros` instead of a scan.
-    occupied: u128,
+    occupied: u64,
     /// Reused buffer for the bucket being redistributed (keeps its capacity).
     spill: Vec<(u64, u64, E)>,
     last: u64,
@@ -67,7 +67,7 @@ impl<E> EventQueue<E> {
     /// Puts an entry in bucket `b` (>= 1).
     fn file(&mut self, b: usize, entry: (u64, u64, E)) {
         self.buckets[b].push(entry);
-        self.occupied |= 1 << b;
+        self.occupied |= 1 << (b - 1);
     }
 
     /// Makes the earliest events sit in bucket 0 (if there are any).
@@ -85,8 +85,17 @@ impl<E> EventQueue<E> {
         if self.occupied == 0 {
             return;
         }
-        let b = self.occupied.trailing_zeros() as usize;
-        self.occupied &= !(1 << b);
+        let b = self.occupied.trailing_zeros() as usize + 1;
+        self.occupied &= self.occupied - 1;
+        // Usually the bucket holds a single event: it is the minimum, so
+        // it alone goes to bucket 0 (what the general spill would do).
+        if self.buckets[b].len() == 1 {
+            if let Some(entry) = self.buckets[b].pop() {
+                self.last = entry.0;
+                self.now_bucket.push_back(entry);
+            }
+            return;
+        }
         std::mem::swap(&mut self.spill, &mut self.buckets[b]);
         let min = self.spill.iter().map(|&(t, _, _)| t).min().unwrap_or(self.last);
         self.last = min;
@@ -95,7 +104,7 @@ impl<E> EventQueue<E> {
                 0 => self.now_bucket.push_back((t, seq, e)),
                 nb => {
                     self.buckets[nb].push((t, seq, e));
-                    self.occupied |= 1 << nb;
+                    self.occupied |= 1 << (nb - 1);
                 }
             }
         }

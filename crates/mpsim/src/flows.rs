@@ -337,7 +337,7 @@ impl Simulation {
             wire_bytes: bytes + UDP_HEADER_BYTES,
             ..Default::default()
         };
-        self.host_send(client, pkt);
+        self.host_send(client, &pkt);
     }
 
     // ----- link events and handover -----

@@ -289,13 +289,14 @@ impl Simulation {
     }
 
     /// A host sends `pkt` out of the interface that owns its source address.
-    pub(crate) fn host_send(&mut self, host: NodeId, pkt: Packet) {
+    /// Takes a reference: the header is copied once, straight into the pool.
+    pub(crate) fn host_send(&mut self, host: NodeId, pkt: &Packet) {
         let Some((link, side)) = iface_of_addr(pkt.src) else { return };
         if link.index() >= self.links.len() || self.topo.end(link, side) != host {
             return;
         }
         let dir = 2 * link.0 + side;
-        let pid = self.pool.alloc(pkt);
+        let pid = self.pool.alloc(*pkt);
         self.transmit(dir, pid);
     }
 
@@ -334,7 +335,7 @@ impl Simulation {
             }
         }
         let rst = mpsim_proto::tcp::rst_reply(pkt, TCP_RST_WIRE_BYTES);
-        self.host_send(host, rst);
+        self.host_send(host, &rst);
     }
 
     // ----- endpoints -----
@@ -387,9 +388,10 @@ impl Simulation {
         for ev in mevents {
             self.mptcp_event(ep, ev);
         }
-        for p in out.drain(..) {
+        for p in &out {
             self.host_send(host, p);
         }
+        out.clear();
         self.sampler.scratch_packets = out;
         for ev in events.drain(..) {
             self.endpoint_event(ep, ev);

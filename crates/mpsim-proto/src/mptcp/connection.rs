@@ -406,8 +406,14 @@ impl MptcpConnection {
     // ----- timers -----
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        let subs = self.subs.iter().filter(|s| !s.gone).filter_map(|s| s.sf.poll_timeout());
-        subs.chain(self.meta_rto_at).min()
+        // A plain loop: the engine asks after every segment.
+        let mut next = self.meta_rto_at;
+        for s in self.subs.iter().filter(|s| !s.gone) {
+            if let Some(t) = s.sf.poll_timeout() {
+                next = Some(next.map_or(t, |n| n.min(t)));
+            }
+        }
+        next
     }
 
     pub fn handle_timeout(&mut self, now: SimTime) {
@@ -577,12 +583,12 @@ impl MptcpConnection {
             }
         }
         // A DATA_ACK proves the peer has our key (it derives our IDSN).
-        if m.dss.is_some_and(|d| d.data_ack.is_some()) && !self.peer_confirmed && self.state == MpState::Established {
+        if m.dss.as_ref().is_some_and(|d| d.data_ack.is_some()) && !self.peer_confirmed && self.state == MpState::Established {
             self.peer_confirmed = true;
             self.announce_local_addrs();
             self.run_path_manager(now);
         }
-        if let Some(dss) = m.dss {
+        if let Some(dss) = &m.dss {
             if let Some(ack) = dss.data_ack {
                 self.on_data_ack(now, ack, dss.ack64, pkt.wnd_bytes);
             }

@@ -22,7 +22,7 @@ impl MptcpConnection {
     /// A DSS mapping arrived on subflow `r` with segment `pkt`.
     pub(super) fn on_mapping(&mut self, r: usize, pkt: &Packet, map: DssMapping, data_fin: bool) {
         let near = self.remote_idsn.wrapping_add(self.rcv.rcv_nxt);
-        let abs = if pkt.ext.mptcp().and_then(|m| m.dss).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
+        let abs = if pkt.ext.mptcp().and_then(|m| m.dss.as_ref()).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
         let dsn = abs.wrapping_sub(self.remote_idsn);
         if pkt.payload_bytes > 0 {
             self.subs[r].insert_rx_map(pkt.seq, dsn, pkt.payload_bytes);

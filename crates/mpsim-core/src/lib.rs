@@ -2,6 +2,7 @@
 //! deterministic random streams, the event queue and the packet header.
 //! Nothing here does I/O or knows about Python.
 
+pub mod checksum;
 pub mod event;
 pub mod ids;
 pub mod mptcp;

@@ -16,6 +16,7 @@
 //! SACK-permitted and window scale make 20 option bytes, not 12) and when
 //! options had to be dropped to respect the 40-byte option limit.
 
+use mpsim_core::checksum::{fold, sum_be16};
 use std::io::{self, Write};
 
 use mpsim_core::mptcp::{Dss, MpOption, MptcpOpts, MAX_REMOVE_IDS};
@@ -524,23 +525,7 @@ fn pseudo_header_sum(pkt: &Packet, proto: u8, l4_bytes: u32) -> u64 {
     sum_be16(&p)
 }
 
-/// Sum of big-endian 16-bit words (RFC 1071); an odd byte is zero-padded.
-/// Callers pass even-length slices except at the very end of a sum.
-fn sum_be16(bytes: &[u8]) -> u64 {
-    let mut chunks = bytes.chunks_exact(2);
-    let mut sum: u64 = chunks.by_ref().map(|w| u16::from_be_bytes([w[0], w[1]]) as u64).sum();
-    if let [last] = chunks.remainder() {
-        sum += (*last as u64) << 8;
-    }
-    sum
-}
 
-fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
 
 #[cfg(test)]
 mod tests {

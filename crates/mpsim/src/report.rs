@@ -47,6 +47,10 @@ struct FlowCols {
     goodput_bps: Vec<f64>,
 }
 
+/// A summary path entry being added up: (client interface, server
+/// interface, client port), [delivered, retransmitted, reinjected] bytes, backup.
+type PathRow = ((String, String, u16), [u64; 3], bool);
+
 /// What one subflow sample reads.
 struct SubflowRow<'a> {
     sf: &'a mpsim_proto::tcp::Subflow,
@@ -238,7 +242,7 @@ impl Simulation {
     fn subflow_summaries(&self, i: usize, dur_s: f64) -> (Vec<Value>, u64) {
         let f = &self.flows[i];
         // (client iface, server iface, client port or 0) -> (delivered, retransmitted, reinjected, backup)
-        let mut rows: Vec<((String, String, u16), [u64; 3], bool)> = Vec::new();
+        let mut rows: Vec<PathRow> = Vec::new();
         let mut add = |key: (String, String, u16), d: u64, r: u64, j: u64, b: bool| match rows.iter_mut().find(|x| x.0 == key) {
             Some(x) => {
                 x.1[0] += d;

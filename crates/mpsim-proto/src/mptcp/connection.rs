@@ -419,7 +419,7 @@ impl MptcpConnection {
     pub fn handle_timeout(&mut self, now: SimTime) {
         self.quiet = false;
         for r in 0..self.subs.len() {
-            if self.subs[r].gone || !self.subs[r].sf.poll_timeout().is_some_and(|t| t <= now) {
+            if self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
                 continue;
             }
             let sub = &mut self.subs[r];
@@ -851,10 +851,9 @@ impl MptcpConnection {
             _ => true,
         });
         if up {
-            if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) {
-                if matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client {
-                    self.announce_addr(a);
-                }
+            let announces = matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client;
+            if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) && announces {
+                self.announce_addr(a);
             }
             self.run_path_manager(now);
             return;

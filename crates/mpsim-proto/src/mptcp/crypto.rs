@@ -5,6 +5,7 @@
 //! files it writes authenticate in Wireshark). Every integer enters the hash
 //! big-endian, as it is on the wire (RFC 8684 section 3.1).
 
+use mpsim_core::checksum::{fold, sum_be16};
 use hmac::{Hmac, Mac};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
@@ -86,24 +87,7 @@ fn dss_sum(dsn: u64, ssn: u32, len: u16, payload: &[u8]) -> u64 {
     sum_be16(&header) + sum_be16(payload)
 }
 
-/// Sum of big-endian 16-bit words; an odd last byte is padded with zero.
-/// A u64 accumulator cannot overflow for any slice that fits in memory.
-fn sum_be16(bytes: &[u8]) -> u64 {
-    let mut chunks = bytes.chunks_exact(2);
-    let mut sum: u64 = chunks.by_ref().map(|w| u16::from_be_bytes([w[0], w[1]]) as u64).sum();
-    if let [last] = chunks.remainder() {
-        sum += (*last as u64) << 8;
-    }
-    sum
-}
 
-/// Folds the carries of a one's-complement sum into 16 bits.
-fn fold(mut sum: u64) -> u16 {
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
 
 fn key_pair(first: u64, second: u64) -> [u8; 16] {
     let mut k = [0u8; 16];

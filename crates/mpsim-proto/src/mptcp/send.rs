@@ -107,8 +107,7 @@ impl MptcpConnection {
 
     /// Default and round-robin scheduling: one segment at a time.
     fn schedule(&mut self, now: SimTime) {
-        loop {
-            let Some(seg) = self.next_segment() else { break };
+        while let Some(seg) = self.next_segment() {
             match self.pick(&seg) {
                 Some(r) => self.transmit_on(now, r, seg),
                 None => {

@@ -10,8 +10,8 @@
 //! one increment), and the `cwnd <= ssthresh` slow-start test.
 
 use crate::common::{
-    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le,
-    reno_on_ack, reno_ssthresh, reset_slot, slot,
+    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_on_ack, reno_ssthresh,
+    reset_slot, slot,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -120,11 +120,7 @@ impl Balia {
             self.recalc(subflows, r);
             return;
         }
-        let thresh = if established_count(subflows) > 1 {
-            self.params(subflows, r).ai
-        } else {
-            subflows[r].cwnd_pkts as u64
-        };
+        let thresh = if established_count(subflows) > 1 { self.params(subflows, r).ai } else { subflows[r].cwnd_pkts as u64 };
         if linux_ack_event_counter(&mut subflows[r], thresh) {
             self.recalc(subflows, r);
         }

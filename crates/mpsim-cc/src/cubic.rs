@@ -181,8 +181,8 @@ impl LinuxState {
         let t = (t_us << LX_BICTCP_HZ) / 1_000_000;
         let k = u64::from(self.k);
         let offs = t.abs_diff(k);
-        let delta = (LX_CUBE_RTT_SCALE.wrapping_mul(offs).wrapping_mul(offs).wrapping_mul(offs)
-            >> (10 + 3 * LX_BICTCP_HZ)) as u32;
+        let delta =
+            (LX_CUBE_RTT_SCALE.wrapping_mul(offs).wrapping_mul(offs).wrapping_mul(offs) >> (10 + 3 * LX_BICTCP_HZ)) as u32;
         let target = if t < k { self.origin_point.wrapping_sub(delta) } else { self.origin_point.wrapping_add(delta) };
         self.cnt = if target > cwnd { cwnd / (target - cwnd) } else { cwnd.saturating_mul(100) };
         // Before the first loss grow at least 5 % per RTT.
@@ -242,9 +242,9 @@ impl LinuxState {
 /// Linux `cubic_root`: table lookup plus one Newton–Raphson step (≈0.2 %).
 fn cubic_root(a: u64) -> u32 {
     const V: [u8; 64] = [
-        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173,
-        176, 179, 181, 185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221,
-        222, 224, 225, 227, 229, 231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
+        0, 54, 54, 54, 118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156, 157, 161, 164, 168, 170, 173, 176, 179, 181,
+        185, 187, 190, 192, 194, 197, 199, 200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224, 225, 227, 229, 231,
+        232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
     ];
     let bits = 64 - a.leading_zeros();
     if bits < 7 {

@@ -60,7 +60,7 @@ impl CongestionController for Ewtcp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{assert_reduces_to_reno, ca_subflow, close, example_pair, ack};
+    use crate::test_support::{ack, assert_reduces_to_reno, ca_subflow, close, example_pair};
 
     #[test]
     fn ewtcp_increase_matches_common_example() {

@@ -10,8 +10,8 @@
 //! (which reference mode must not copy).
 
 use crate::common::{
-    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le,
-    reno_on_ack, reno_ssthresh, w_total_pkts,
+    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_on_ack, reno_ssthresh,
+    w_total_pkts,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -89,10 +89,8 @@ pub(crate) fn reference_alpha(subflows: &[SubflowCc]) -> Option<f64> {
 /// `mptcp_ccc_recalc_alpha` (spec 8.2). Raw `snd_cwnd`, `srtt_us` = 8·SRTT
 /// in µs, u64 arithmetic that wraps as the kernel's does.
 fn linux_alpha(subflows: &[SubflowCc]) -> u64 {
-    let members: Vec<(u64, u64)> = coupled(subflows)
-        .map(|k| (subflows[k].cwnd_pkts as u64, subflows[k].linux_srtt_us()))
-        .filter(|&(_, s)| s > 0)
-        .collect();
+    let members: Vec<(u64, u64)> =
+        coupled(subflows).map(|k| (subflows[k].cwnd_pkts as u64, subflows[k].linux_srtt_us())).filter(|&(_, s)| s > 0).collect();
     // Ties go to the later subflow; when every `tmp` truncates to 0 that
     // is simply the last one (the precision quirk of spec 8.2).
     let mut max_num = 0u64;
@@ -105,10 +103,8 @@ fn linux_alpha(subflows: &[SubflowCc]) -> u64 {
         }
     }
     let Some((best_cwnd, best_s)) = best else { return 1 };
-    let den: u64 = members
-        .iter()
-        .map(|&(cwnd, s)| (cwnd << ALPHA_SCALE_DEN).wrapping_mul(best_s) / s)
-        .fold(0u64, u64::wrapping_add);
+    let den: u64 =
+        members.iter().map(|&(cwnd, s)| (cwnd << ALPHA_SCALE_DEN).wrapping_mul(best_s) / s).fold(0u64, u64::wrapping_add);
     let den_sq = den.wrapping_mul(den).max(1);
     ((best_cwnd << ALPHA_SCALE_NUM) / den_sq).max(1)
 }

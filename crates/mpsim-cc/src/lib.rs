@@ -199,8 +199,7 @@ pub const TCP_ALGORITHMS: &[&str] = &["reno", "cubic", "vegas"];
 
 /// Names accepted for MPTCP: the uncoupled Reno and CUBIC (one instance
 /// per subflow) and the multipath controllers.
-pub const MPTCP_ALGORITHMS: &[&str] =
-    &["reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
+pub const MPTCP_ALGORITHMS: &[&str] = &["reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
 
 impl Controller {
     /// Builds the controller `name` in `mode`.
@@ -286,8 +285,7 @@ mod tests {
     use super::*;
     use crate::test_support::{ack, ca_subflow, cwnd_trace, example_pair};
 
-    const ALL: &[&str] =
-        &["reno", "cubic", "vegas", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
+    const ALL: &[&str] = &["reno", "cubic", "vegas", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
 
     #[test]
     fn every_name_builds_a_controller_that_reports_it() {

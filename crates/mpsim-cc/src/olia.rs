@@ -9,9 +9,7 @@
 //! exact cross-multiplied best-path test in wrapping u64, 32-bit loss marks,
 //! and the guarded shift of the marks.
 
-use crate::common::{
-    after_slow_start, coupled, established_count, reno_on_ack, reno_ssthresh, reset_slot, slot, slow_start,
-};
+use crate::common::{after_slow_start, coupled, established_count, reno_on_ack, reno_ssthresh, reset_slot, slot, slow_start};
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
 /// Linux `scale`: the counter and windows are scaled by 2^10.

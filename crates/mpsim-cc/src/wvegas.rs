@@ -16,9 +16,7 @@ use mpsim_core::time::PS_PER_S;
 use mpsim_core::{SimDuration, SimTime};
 
 use crate::common::{reno_on_ack, reset_slot, slot, slow_start};
-use crate::vegas::{
-    linux_current_ssthresh, rtt_units, vegas_reno_ssthresh, RttRound, LINUX_MIN_CWND_PKTS, MIN_ROUND_SAMPLES,
-};
+use crate::vegas::{linux_current_ssthresh, rtt_units, vegas_reno_ssthresh, RttRound, LINUX_MIN_CWND_PKTS, MIN_ROUND_SAMPLES};
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
 /// `initial_alpha` and the floor of every `α_r`, packets.

@@ -44,7 +44,15 @@ fn bucket_of(time: u64, last: u64) -> usize {
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
-        EventQueue { now_bucket: VecDeque::with_capacity(64), buckets: (0..BUCKETS).map(|_| Vec::new()).collect(), spill: Vec::new(), occupied: 0, last: 0, next_seq: 0, len: 0 }
+        EventQueue {
+            now_bucket: VecDeque::with_capacity(64),
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            spill: Vec::new(),
+            occupied: 0,
+            last: 0,
+            next_seq: 0,
+            len: 0,
+        }
     }
 
     /// Schedules `event` at `time` (clamped to the last popped time).

@@ -37,23 +37,71 @@ pub enum MpOption {
     #[default]
     None,
     /// SYN (v1: no key). `checksum` = flag A.
-    CapableSyn { version: u8, checksum: bool },
+    CapableSyn {
+        version: u8,
+        checksum: bool,
+    },
     /// SYN/ACK: the responder's key.
-    CapableSynAck { version: u8, checksum: bool, key: u64 },
+    CapableSynAck {
+        version: u8,
+        checksum: bool,
+        key: u64,
+    },
     /// Third ACK: initiator's then responder's key.
-    CapableAck { version: u8, checksum: bool, sender_key: u64, receiver_key: u64 },
+    CapableAck {
+        version: u8,
+        checksum: bool,
+        sender_key: u64,
+        receiver_key: u64,
+    },
     /// First data segment (v1) when the third ACK carried no data.
-    CapableData { version: u8, checksum: bool, sender_key: u64, receiver_key: u64, data_len: u16 },
-    JoinSyn { token: u32, nonce: u32, addr_id: u8, backup: bool },
-    JoinSynAck { hmac64: u64, nonce: u32, addr_id: u8, backup: bool },
-    JoinAck { hmac: [u8; 20] },
+    CapableData {
+        version: u8,
+        checksum: bool,
+        sender_key: u64,
+        receiver_key: u64,
+        data_len: u16,
+    },
+    JoinSyn {
+        token: u32,
+        nonce: u32,
+        addr_id: u8,
+        backup: bool,
+    },
+    JoinSynAck {
+        hmac64: u64,
+        nonce: u32,
+        addr_id: u8,
+        backup: bool,
+    },
+    JoinAck {
+        hmac: [u8; 20],
+    },
     /// IPv4 ADD_ADDR; `hmac64` is None when `echo` is set.
-    AddAddr { addr_id: u8, addr: u32, port: Option<u16>, hmac64: Option<u64>, echo: bool },
-    RemoveAddr { ids: [u8; MAX_REMOVE_IDS], n: u8 },
-    MpPrio { backup: bool },
-    MpFail { dsn: u64 },
-    FastClose { receiver_key: u64 },
-    TcpRst { reason: u8, transient: bool },
+    AddAddr {
+        addr_id: u8,
+        addr: u32,
+        port: Option<u16>,
+        hmac64: Option<u64>,
+        echo: bool,
+    },
+    RemoveAddr {
+        ids: [u8; MAX_REMOVE_IDS],
+        n: u8,
+    },
+    MpPrio {
+        backup: bool,
+    },
+    MpFail {
+        dsn: u64,
+    },
+    FastClose {
+        receiver_key: u64,
+    },
+    TcpRst {
+        reason: u8,
+        transient: bool,
+    },
 }
 
 /// Everything MPTCP puts in one segment.
@@ -130,7 +178,8 @@ mod tests {
         assert_eq!(ack_only64.len_bytes(), 12);
         let both32 = Dss { data_ack: Some(1), mapping: map, ..Default::default() };
         assert_eq!(both32.len_bytes(), 18);
-        let both64csum = Dss { data_ack: Some(1), mapping: map, ack64: true, dsn64: true, checksum: Some(0), ..Default::default() };
+        let both64csum =
+            Dss { data_ack: Some(1), mapping: map, ack64: true, dsn64: true, checksum: Some(0), ..Default::default() };
         assert_eq!(both64csum.len_bytes(), 28);
     }
 

@@ -111,9 +111,7 @@ pub struct Packet {
 impl Packet {
     /// Sequence space the segment occupies: payload plus one for SYN and FIN.
     pub fn seq_len(&self) -> u64 {
-        self.payload_bytes as u64
-            + self.flags.has(TcpFlags::SYN) as u64
-            + self.flags.has(TcpFlags::FIN) as u64
+        self.payload_bytes as u64 + self.flags.has(TcpFlags::SYN) as u64 + self.flags.has(TcpFlags::FIN) as u64
     }
 }
 
@@ -139,4 +137,3 @@ mod tests {
         assert_eq!(p.seq_len(), 12);
     }
 }
-

@@ -245,7 +245,14 @@ mod tests {
 
     fn dir(bw: u64, delay_ms: u64, q: QueueLimit) -> LinkDir {
         LinkDir::new(
-            LinkDirParams { bandwidth_bps: bw, delay: SimDuration::from_millis(delay_ms), queue: q, loss: LossModel::None, jitter: SimDuration::ZERO, up: true },
+            LinkDirParams {
+                bandwidth_bps: bw,
+                delay: SimDuration::from_millis(delay_ms),
+                queue: q,
+                loss: LossModel::None,
+                jitter: SimDuration::ZERO,
+                up: true,
+            },
             SimRng::new(1, 1),
         )
     }

@@ -90,7 +90,14 @@ impl Topology {
 
     /// Fills the column of `iface` (owned by host `owner`): BFS outwards from
     /// the host through forwarding nodes only.
-    fn bfs_towards(&self, adj: &[Vec<(LinkId, NodeId, DirId)>], table: &mut [DirId], n_ifaces: usize, iface: usize, owner: NodeId) {
+    fn bfs_towards(
+        &self,
+        adj: &[Vec<(LinkId, NodeId, DirId)>],
+        table: &mut [DirId],
+        n_ifaces: usize,
+        iface: usize,
+        owner: NodeId,
+    ) {
         let link = LinkId((iface / 2) as u32);
         let far = self.end(link, 1 - (iface % 2) as u32);
         if !self.forwards(far) {
@@ -173,7 +180,10 @@ mod tests {
     fn hosts_are_not_transit() {
         use NodeKind::*;
         // s0 - h1 - s2: no path from s0 to s2's host side through h1.
-        let t = Topology { kinds: vec![Switch, Host, Switch, Host], links: vec![(NodeId(0), NodeId(1)), (NodeId(1), NodeId(2)), (NodeId(2), NodeId(3))] };
+        let t = Topology {
+            kinds: vec![Switch, Host, Switch, Host],
+            links: vec![(NodeId(0), NodeId(1)), (NodeId(1), NodeId(2)), (NodeId(2), NodeId(3))],
+        };
         let r = t.routes();
         assert_eq!(r.next_dir(NodeId(0), iface_addr(LinkId(2), 1)), None);
     }

@@ -40,11 +40,25 @@ pub enum AppInput {
     Start,
     /// The scenario's `stop` time.
     Stop,
-    Connected { conn: u32, side: Side },
-    Delivered { conn: u32, side: Side, bytes: u64 },
-    PeerClosed { conn: u32, side: Side },
-    Failed { conn: u32 },
-    Timer { tag: u32 },
+    Connected {
+        conn: u32,
+        side: Side,
+    },
+    Delivered {
+        conn: u32,
+        side: Side,
+        bytes: u64,
+    },
+    PeerClosed {
+        conn: u32,
+        side: Side,
+    },
+    Failed {
+        conn: u32,
+    },
+    Timer {
+        tag: u32,
+    },
     /// The client moved to another interface (handover): reopen.
     Reconnect,
 }
@@ -400,7 +414,8 @@ mod tests {
 
     #[test]
     fn onoff_pauses_and_resumes_a_bulk_sender() {
-        let mut a = OnOff::new(Box::new(Bulk::download(None)), SimDuration::from_secs(5), SimDuration::from_secs(10), true, Side::Server);
+        let mut a =
+            OnOff::new(Box::new(Bulk::download(None)), SimDuration::from_secs(5), SimDuration::from_secs(10), true, Side::Server);
         feed(&mut a, 0.0, AppInput::Start);
         let w = feed(&mut a, 0.1, AppInput::Connected { conn: 0, side: Side::Server });
         assert_eq!(w[0], AppCmd::Write { conn: 0, side: Side::Server, bytes: UNLIMITED_BYTES });

@@ -15,7 +15,9 @@ struct Simulation {
 impl Simulation {
     #[new]
     fn new(spec_json: &str) -> PyResult<Self> {
-        mpsim::Simulation::from_json(spec_json).map(|inner| Simulation { inner }).map_err(|e| PyValueError::new_err(e.to_string()))
+        mpsim::Simulation::from_json(spec_json)
+            .map(|inner| Simulation { inner })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     }
 
     /// Runs up to `t_ps` picoseconds with the GIL released; true when the run is over.

@@ -35,6 +35,12 @@ fn main() {
     println!("| cc | MPTCP on idle p1 (Mbps) | on busy p2 | share on idle path | mean reno flow on p2 |\n|---|---|---|---|---|");
     for cc in ALGOS {
         let g = goal3(cc, 60.0, 1);
-        println!("| {cc} | {} | {} | {:.3} | {} |", mbps(g.idle_path_bps), mbps(g.busy_path_bps), g.idle_fraction(), mbps(g.tcp_mean_bps));
+        println!(
+            "| {cc} | {} | {} | {:.3} | {} |",
+            mbps(g.idle_path_bps),
+            mbps(g.busy_path_bps),
+            g.idle_fraction(),
+            mbps(g.tcp_mean_bps)
+        );
     }
 }

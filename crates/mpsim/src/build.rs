@@ -2,7 +2,6 @@
 //! routes, flows with their applications, and the initial events.
 
 use crate::flows::{make_app, Flow, MptcpFlow};
-use mpsim_proto::{PathManagerKind, SchedulerKind};
 use crate::report::Sampler;
 use crate::sim::{BuildError, Ev, Link, Node, Simulation};
 use crate::spec::{CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QueueSpec, Spec, TransportSpec};
@@ -10,6 +9,7 @@ use mpsim_cc::{CcMode, Controller};
 use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
 use mpsim_net::{iface_addr, LinkDir, LinkDirParams, LossModel, NodeKind, QueueLimit, Topology};
 use mpsim_proto::TcpConfig;
+use mpsim_proto::{PathManagerKind, SchedulerKind};
 use rustc_hash::FxHashMap;
 
 pub(crate) fn loss_model(l: &LossSpec) -> LossModel {
@@ -196,7 +196,9 @@ impl Simulation {
         match f.transport {
             TransportSpec::Tcp | TransportSpec::Udp | TransportSpec::Mptcp => {}
             TransportSpec::Cmt => {
-                return Err(invalid(format!("{what}: transport '{:?}' is not available in this version", f.transport).to_lowercase()))
+                return Err(invalid(
+                    format!("{what}: transport '{:?}' is not available in this version", f.transport).to_lowercase(),
+                ))
             }
         }
         let client = index.get(&f.client, &what)?;
@@ -225,13 +227,21 @@ impl Simulation {
         };
         if f.transport == TransportSpec::Tcp {
             if !mpsim_cc::TCP_ALGORITHMS.contains(&f.cc.as_str()) {
-                return Err(invalid(format!("{what}: congestion control '{}' is not available for tcp (use one of {:?})", f.cc, mpsim_cc::TCP_ALGORITHMS)));
+                return Err(invalid(format!(
+                    "{what}: congestion control '{}' is not available for tcp (use one of {:?})",
+                    f.cc,
+                    mpsim_cc::TCP_ALGORITHMS
+                )));
             }
             Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
         }
         if f.transport == TransportSpec::Mptcp {
             if !mpsim_cc::MPTCP_ALGORITHMS.contains(&f.cc.as_str()) {
-                return Err(invalid(format!("{what}: congestion control '{}' is not available for mptcp (use one of {:?})", f.cc, mpsim_cc::MPTCP_ALGORITHMS)));
+                return Err(invalid(format!(
+                    "{what}: congestion control '{}' is not available for mptcp (use one of {:?})",
+                    f.cc,
+                    mpsim_cc::MPTCP_ALGORITHMS
+                )));
             }
             Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
         }

@@ -2,11 +2,11 @@
 //! Application commands are carried out here; endpoint events become
 //! application inputs.
 
+use crate::endpoint::EpKind;
 use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
 use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
-use crate::endpoint::EpKind;
 use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManagerKind, SchedulerKind, TcpConfig, TcpConnection};
 
 /// Ports reserved per connection: the first for the initial subflow, the
@@ -20,10 +20,14 @@ pub const UDP_HEADER_BYTES: u32 = 42;
 pub(crate) enum Demux {
     Ep(u32),
     /// A connection the client opened; the server endpoint is made on its SYN.
-    Pending { flow: u32, conn: u32 },
-    Udp { flow: u32 },
+    Pending {
+        flow: u32,
+        conn: u32,
+    },
+    Udp {
+        flow: u32,
+    },
 }
-
 
 pub(crate) struct Endpoint {
     pub kind: EpKind,
@@ -263,7 +267,15 @@ impl Simulation {
         links
     }
 
-    fn mptcp_config(&self, flow: u32, conn: u32, side: Side, m: &MptcpFlow, ifaces: Vec<(LinkId, u32)>, port_base: u16) -> MptcpConfig {
+    fn mptcp_config(
+        &self,
+        flow: u32,
+        conn: u32,
+        side: Side,
+        m: &MptcpFlow,
+        ifaces: Vec<(LinkId, u32)>,
+        port_base: u16,
+    ) -> MptcpConfig {
         let f = &self.flows[flow as usize];
         let local_addrs = ifaces
             .iter()

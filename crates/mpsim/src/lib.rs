@@ -5,11 +5,11 @@
 mod build;
 mod endpoint;
 mod flows;
+pub mod multipath;
 pub mod pcap;
 mod report;
 mod sim;
 pub mod spec;
-pub mod multipath;
 pub mod testbed;
 pub mod validation;
 

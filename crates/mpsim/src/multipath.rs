@@ -38,7 +38,9 @@ pub fn goal1(cc: &str, duration_s: f64, seed: u64) -> Goal1 {
     let mut t = two_paths(duration_s, seed);
     t.flows = vec![TwoPath::mptcp_flow("mp", cc, download(None))];
     let (_, s) = run(&t.spec()).expect("testbed spec builds");
-    let per_path_bps = s["flows"]["mp"]["subflows"].as_array().map_or(vec![], |a| a.iter().map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).collect());
+    let per_path_bps = s["flows"]["mp"]["subflows"]
+        .as_array()
+        .map_or(vec![], |a| a.iter().map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).collect());
     let mut t = two_paths(duration_s, seed);
     t.flows = vec![TwoPath::tcp_flow("tcp", "reno", "p1", download(None))];
     let (_, st) = run(&t.spec()).expect("testbed spec builds");

@@ -252,8 +252,7 @@ fn peer_isn(pkt: &Packet) -> u32 {
 fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
     let syn = pkt.flags.has(TcpFlags::SYN);
     let floor = if syn { SYN_BLOCK_NO_TS_BYTES } else { 0 };
-    let mptcp =
-        pkt.ext.mptcp().map_or_else(Vec::new, |m| mptcp_options(m, pkt.payload_bytes, TCP_MAX_OPTION_BYTES - floor));
+    let mptcp = pkt.ext.mptcp().map_or_else(Vec::new, |m| mptcp_options(m, pkt.payload_bytes, TCP_MAX_OPTION_BYTES - floor));
     let mptcp_bytes = pad4(mptcp.len());
     // RFC 7323: TSval is a clock of our choosing (ms here, wrapping); the
     // writer keeps no state to echo the peer's, so TSecr is 0.
@@ -480,21 +479,13 @@ fn push_capable_head(out: &mut Vec<u8>, version: u8, checksum: bool) -> usize {
 /// MP_CAPABLE on the first data segment (v1): both keys and the data-level
 /// length of the implied mapping `DSN = IDSN + 1, SSN = 1`. The option value
 /// holds no checksum, so it is computed here over the zero payload written.
-fn push_capable_data(
-    out: &mut Vec<u8>,
-    version: u8,
-    checksum: bool,
-    sender_key: u64,
-    receiver_key: u64,
-    data_len: u16,
-) {
+fn push_capable_data(out: &mut Vec<u8>, version: u8, checksum: bool, sender_key: u64, receiver_key: u64, data_len: u16) {
     let start = push_capable_head(out, version, checksum);
     out.extend_from_slice(&sender_key.to_be_bytes());
     out.extend_from_slice(&receiver_key.to_be_bytes());
     out.extend_from_slice(&data_len.to_be_bytes());
     if checksum {
-        let (_, idsn) =
-            if version == 0 { crypto::token_idsn_v0(sender_key) } else { crypto::token_idsn_v1(sender_key) };
+        let (_, idsn) = if version == 0 { crypto::token_idsn_v0(sender_key) } else { crypto::token_idsn_v1(sender_key) };
         // Zero payload bytes add nothing to the sum (crypto::dss_checksum).
         let c = crypto::dss_checksum(idsn.wrapping_add(1), 1, data_len, &[]);
         out.extend_from_slice(&c.to_be_bytes());
@@ -524,8 +515,6 @@ fn pseudo_header_sum(pkt: &Packet, proto: u8, l4_bytes: u32) -> u64 {
     p[10..12].copy_from_slice(&(l4_bytes as u16).to_be_bytes());
     sum_be16(&p)
 }
-
-
 
 #[cfg(test)]
 mod tests {
@@ -688,10 +677,7 @@ mod tests {
                 TcpFlags::ACK,
                 0,
                 SackBlocks::default(),
-                mptcp(
-                    ack_only,
-                    MpOption::AddAddr { addr_id: 1, addr: 0x0a00_0201, port: None, hmac64: Some(1), echo: false },
-                ),
+                mptcp(ack_only, MpOption::AddAddr { addr_id: 1, addr: 0x0a00_0201, port: None, hmac64: Some(1), echo: false }),
             ),
         ];
         for pkt in &cases {
@@ -704,17 +690,13 @@ mod tests {
     #[test]
     fn syn_frames_are_eight_bytes_longer_than_the_model_counts() {
         // MSS, SACK-permitted and window scale: 20 option bytes, not 12.
-        let ext =
-            PacketExt::Mptcp(MptcpOpts { dss: None, option: MpOption::CapableSyn { version: 1, checksum: false } });
+        let ext = PacketExt::Mptcp(MptcpOpts { dss: None, option: MpOption::CapableSyn { version: 1, checksum: false } });
         let pkt = segment(TcpFlags::SYN, 0, SackBlocks::default(), ext);
         let (orig_len, frame) = frame_of(&pkt);
         assert_eq!(orig_len, pkt.wire_bytes + 8);
         let opts = tcp_options_of(&frame);
         assert_eq!(&opts[..4], &[OPT_MSS, 4, 0x05, 0xb4]);
-        assert_eq!(
-            option_kinds(&opts),
-            vec![OPT_MSS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS, OPT_NOP, OPT_WSCALE, OPT_MPTCP]
-        );
+        assert_eq!(option_kinds(&opts), vec![OPT_MSS, OPT_SACK_PERMITTED, OPT_TIMESTAMPS, OPT_NOP, OPT_WSCALE, OPT_MPTCP]);
         assert_eq!(&opts[20..], &hex("1e 04 01 01")[..]);
     }
 
@@ -760,10 +742,8 @@ mod tests {
 
     #[test]
     fn sack_blocks_are_trimmed_one_at_a_time() {
-        let ext = PacketExt::Mptcp(MptcpOpts {
-            dss: Some(Dss { data_ack: Some(1), ..Default::default() }),
-            option: MpOption::None,
-        });
+        let ext =
+            PacketExt::Mptcp(MptcpOpts { dss: Some(Dss { data_ack: Some(1), ..Default::default() }), option: MpOption::None });
         let pkt = segment(TcpFlags::ACK, 0, sack(&[(1, 2), (3, 4), (5, 6)]), ext);
         let opts = tcp_options_of(&frame_of(&pkt).1);
         // 12 (TS) + 20 (two blocks) + 8 (DSS) = 40.
@@ -776,8 +756,7 @@ mod tests {
         let add = MpOption::AddAddr { addr_id: 1, addr: 1, port: Some(1), hmac64: Some(1), echo: false };
         let with_map = MptcpOpts { dss: Some(data_dss()), option: add };
         assert_eq!(mptcp_options(&with_map, 1448, 40), dss(data_dss(), 1448));
-        let ack_only =
-            MptcpOpts { dss: Some(Dss { data_ack: Some(1), ack64: true, ..Default::default() }), option: add };
+        let ack_only = MptcpOpts { dss: Some(Dss { data_ack: Some(1), ack64: true, ..Default::default() }), option: add };
         assert_eq!(mptcp_options(&ack_only, 0, 40).len(), 12 + 18);
         let pkt = segment(TcpFlags::ACK, 0, SackBlocks::default(), PacketExt::Mptcp(ack_only));
         // 12 (TS) + 32 > 40: timestamps go, both MPTCP options stay.
@@ -801,10 +780,7 @@ mod tests {
     #[test]
     fn a_syn_never_exceeds_forty_option_bytes() {
         let dss = Dss { checksum: Some(1), ..data_dss() }; // 28 bytes
-        let opts = MptcpOpts {
-            dss: Some(dss),
-            option: MpOption::JoinSynAck { hmac64: 1, nonce: 2, addr_id: 3, backup: false },
-        };
+        let opts = MptcpOpts { dss: Some(dss), option: MpOption::JoinSynAck { hmac64: 1, nonce: 2, addr_id: 3, backup: false } };
         let pkt = segment(TcpFlags::SYN | TcpFlags::ACK, 0, SackBlocks::default(), PacketExt::Mptcp(opts));
         let tcp_opts = tcp_options_of(&frame_of(&pkt).1);
         assert_eq!(tcp_opts.len(), 40);
@@ -827,17 +803,9 @@ mod tests {
     #[test]
     fn mp_capable_v0_and_checksum_forms_have_their_lengths_and_flags() {
         assert_eq!(mp(MpOption::CapableSyn { version: 0, checksum: true }), hex("1e 0c 00 81 00 00 00 00 00 00 00 00"));
-        assert_eq!(
-            mp(MpOption::CapableSynAck { version: 0, checksum: false, key: KEY_B })[..4],
-            hex("1e 0c 00 01")[..]
-        );
-        let data = |checksum| MpOption::CapableData {
-            version: 1,
-            checksum,
-            sender_key: KEY_A,
-            receiver_key: KEY_B,
-            data_len: 14,
-        };
+        assert_eq!(mp(MpOption::CapableSynAck { version: 0, checksum: false, key: KEY_B })[..4], hex("1e 0c 00 01")[..]);
+        let data =
+            |checksum| MpOption::CapableData { version: 1, checksum, sender_key: KEY_A, receiver_key: KEY_B, data_len: 14 };
         let plain = mp(data(false));
         assert_eq!(plain.len(), 22);
         assert_eq!(&plain[20..], &[0x00, 0x0e]);
@@ -875,10 +843,7 @@ mod tests {
         let d32 = Dss { data_ack: Some(0xaabb_ccdd_eeff_0011), mapping: Some(map), ..Default::default() };
         assert_eq!(dss(d32, 1448), hex("1e 12 20 05 ee ff 00 11 55 66 77 88 00 00 00 01 05 a8"));
         let d64 = Dss { ack64: true, dsn64: true, checksum: Some(0xbeef), ..d32 };
-        assert_eq!(
-            dss(d64, 1448),
-            hex("1e 1c 20 0f aa bb cc dd ee ff 00 11 11 22 33 44 55 66 77 88 00 00 00 01 05 a8 be ef")
-        );
+        assert_eq!(dss(d64, 1448), hex("1e 1c 20 0f aa bb cc dd ee ff 00 11 11 22 33 44 55 66 77 88 00 00 00 01 05 a8 be ef"));
         let fin = Dss { data_fin: true, mapping: Some(DssMapping { dsn: 0x5566_7788, ssn: 4001, len: 1 }), ..d32 };
         assert_eq!(dss(fin, 0), hex("1e 12 20 15 ee ff 00 11 55 66 77 88 00 00 00 00 00 01"));
         let ack_only = Dss { data_ack: Some(5), ack64: true, ..Default::default() };

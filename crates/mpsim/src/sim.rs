@@ -5,11 +5,11 @@
 
 use crate::endpoint::EpKind;
 use crate::flows::{Demux, Endpoint, Flow};
-use mpsim_core::mptcp::MpOption;
-use mpsim_proto::MptcpEvent;
 use crate::report::Sampler;
+use mpsim_core::mptcp::MpOption;
 use mpsim_core::{Addr, EventQueue, LinkId, NodeId, Packet, PacketId, PacketPool, SimTime};
 use mpsim_net::{iface_of_addr, EnqueueOutcome, LinkDir, NodeKind, Routes, Topology};
+use mpsim_proto::MptcpEvent;
 use rustc_hash::FxHashMap;
 
 /// A spec the engine cannot build (the front end catches most of these first).
@@ -23,17 +23,42 @@ pub enum BuildError {
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Ev {
-    Arrival { dir: u32, generation: u32 },
+    Arrival {
+        dir: u32,
+        generation: u32,
+    },
     /// A packet of a jittered link direction, travelling on its own.
-    Jittered { dir: u32, generation: u32, pid: PacketId },
-    Wakeup { ep: u32, generation: u32 },
-    LinkEvent { link: u32, index: u32 },
-    TraceStep { dir: u32, index: u32 },
+    Jittered {
+        dir: u32,
+        generation: u32,
+        pid: PacketId,
+    },
+    Wakeup {
+        ep: u32,
+        generation: u32,
+    },
+    LinkEvent {
+        link: u32,
+        index: u32,
+    },
+    TraceStep {
+        dir: u32,
+        index: u32,
+    },
     Sample,
-    FlowStart { flow: u32 },
-    FlowStop { flow: u32 },
-    AppTimer { flow: u32, tag: u32 },
-    Handover { flow: u32 },
+    FlowStart {
+        flow: u32,
+    },
+    FlowStop {
+        flow: u32,
+    },
+    AppTimer {
+        flow: u32,
+        tag: u32,
+    },
+    Handover {
+        flow: u32,
+    },
 }
 
 pub(crate) struct Node {
@@ -123,7 +148,13 @@ impl Simulation {
         for e in &self.endpoints {
             let head = format!("flow {} conn {} {:?}", e.flow, e.conn, e.side);
             let line = |i: usize, sf: &mpsim_proto::tcp::Subflow, cc: &mpsim_cc::SubflowCc| {
-                format!("{head} sf {i}: {} cwnd={:.2} ssthresh={:.2} ca={:?}", sf.debug_line(), cc.cwnd_pkts, cc.ssthresh_pkts, cc.ca_state)
+                format!(
+                    "{head} sf {i}: {} cwnd={:.2} ssthresh={:.2} ca={:?}",
+                    sf.debug_line(),
+                    cc.cwnd_pkts,
+                    cc.ssthresh_pkts,
+                    cc.ca_state
+                )
             };
             match &e.kind {
                 EpKind::Tcp(c) => lines.push(line(0, &c.sf, c.cc())),

@@ -50,8 +50,16 @@ pub enum QueueSpec {
 #[serde(tag = "model", rename_all = "lowercase", deny_unknown_fields)]
 pub enum LossSpec {
     None,
-    Bernoulli { p: f64 },
-    Gilbert { p_good_bad: f64, p_bad_good: f64, #[serde(default)] loss_good: f64, loss_bad: f64 },
+    Bernoulli {
+        p: f64,
+    },
+    Gilbert {
+        p_good_bad: f64,
+        p_bad_good: f64,
+        #[serde(default)]
+        loss_good: f64,
+        loss_bad: f64,
+    },
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -131,7 +131,15 @@ pub struct TwoPath {
 impl TwoPath {
     pub fn new(bw_bps: [u64; 2], delay_ms: [f64; 2]) -> Self {
         let q = |i: usize| bdp_pkts(bw_bps[i], 2.0 * delay_ms[i]).max(10);
-        TwoPath { bw_bps, delay_ms, queue_pkts: [q(0), q(1)], loss: [no_loss(), no_loss()], duration_s: 60.0, seed: 1, flows: vec![] }
+        TwoPath {
+            bw_bps,
+            delay_ms,
+            queue_pkts: [q(0), q(1)],
+            loss: [no_loss(), no_loss()],
+            duration_s: 60.0,
+            seed: 1,
+            flows: vec![],
+        }
     }
 
     /// An MPTCP download over both paths with controller `cc`.
@@ -148,7 +156,8 @@ impl TwoPath {
     }
 
     pub fn spec(&self) -> Value {
-        let nodes = json!([{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}]);
+        let nodes =
+            json!([{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}]);
         let mut links = vec![];
         for i in 0..2 {
             let d = dir(self.bw_bps[i], self.delay_ms[i], self.queue_pkts[i], self.loss[i].clone());

@@ -24,8 +24,9 @@ fn loss_strategy() -> impl Strategy<Value = Value> {
         // sees a bad state for as many packets as a busy one: bursts much
         // longer or lossier than these starve a flow of ACKs for minutes
         // (RTO backoff to 120 s) on both directions at once.
-        (0.001f64..0.05, 0.3f64..0.7, 0.2f64..0.6)
-            .prop_map(|(gb, bg, lb)| json!({"model": "gilbert", "p_good_bad": gb, "p_bad_good": bg, "loss_good": 0.0, "loss_bad": lb})),
+        (0.001f64..0.05, 0.3f64..0.7, 0.2f64..0.6).prop_map(
+            |(gb, bg, lb)| json!({"model": "gilbert", "p_good_bad": gb, "p_bad_good": bg, "loss_good": 0.0, "loss_bad": lb})
+        ),
     ]
 }
 
@@ -39,7 +40,15 @@ fn net_strategy() -> impl Strategy<Value = Net> {
         any::<bool>(),
         prop_oneof![Just("reno"), Just("cubic"), Just("vegas")],
     )
-        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc)| Net { loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc })
+        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc)| Net {
+            loss,
+            jitter_ms,
+            outage,
+            size_bytes,
+            sack,
+            delayed_ack,
+            cc,
+        })
 }
 
 fn scenario(n: &Net, seed: u64) -> Value {
@@ -83,7 +92,15 @@ proptest! {
 
 #[test]
 fn a_transfer_survives_a_ten_second_outage() {
-    let n = Net { loss: no_loss(), jitter_ms: 0.0, outage: Some((2.0, 10.0)), size_bytes: 5_000_000, sack: true, delayed_ack: true, cc: "reno" };
+    let n = Net {
+        loss: no_loss(),
+        jitter_ms: 0.0,
+        outage: Some((2.0, 10.0)),
+        size_bytes: 5_000_000,
+        sack: true,
+        delayed_ack: true,
+        cc: "reno",
+    };
     let (_sim, s) = run(&scenario(&n, 1)).expect("spec builds");
     let f = &s["flows"]["f0"];
     assert_eq!(f["bytes_delivered"].as_u64(), Some(5_000_000));
@@ -94,7 +111,8 @@ fn a_transfer_survives_a_ten_second_outage() {
 
 #[test]
 fn heavy_reordering_alone_loses_nothing() {
-    let n = Net { loss: no_loss(), jitter_ms: 20.0, outage: None, size_bytes: 2_000_000, sack: true, delayed_ack: true, cc: "reno" };
+    let n =
+        Net { loss: no_loss(), jitter_ms: 20.0, outage: None, size_bytes: 2_000_000, sack: true, delayed_ack: true, cc: "reno" };
     let (_sim, s) = run(&scenario(&n, 3)).expect("spec builds");
     assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(2_000_000));
     assert_eq!(s["links"]["bottleneck"]["a_to_b"]["drops"].as_u64(), Some(0));

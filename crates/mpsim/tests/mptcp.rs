@@ -79,7 +79,9 @@ fn handover_to_a_backup_path_when_the_active_one_fails() {
     // 1 s plus one RTO (200 ms minimum), at 100 ms sampling.
     assert!(gap_s <= 1.3, "traffic resumed {gap_s} s after the failure: {f}");
     let subs = f["subflows"].as_array().expect("subflows");
-    let on = |iface: &str| subs.iter().filter(|x| x["client_interface"] == iface).map(|x| x["bytes_delivered"].as_u64().unwrap_or(0)).sum::<u64>();
+    let on = |iface: &str| {
+        subs.iter().filter(|x| x["client_interface"] == iface).map(|x| x["bytes_delivered"].as_u64().unwrap_or(0)).sum::<u64>()
+    };
     assert!(on("p1") > 20_000_000 && on("p2") > 20_000_000, "{f}");
 }
 

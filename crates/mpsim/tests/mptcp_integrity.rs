@@ -23,8 +23,9 @@ fn loss() -> impl Strategy<Value = Value> {
     prop_oneof![
         Just(no_loss()),
         (0.0f64..0.05).prop_map(|p| json!({"model": "bernoulli", "p": p})),
-        (0.001f64..0.03, 0.3f64..0.7, 0.2f64..0.6)
-            .prop_map(|(gb, bg, lb)| json!({"model": "gilbert", "p_good_bad": gb, "p_bad_good": bg, "loss_good": 0.0, "loss_bad": lb})),
+        (0.001f64..0.03, 0.3f64..0.7, 0.2f64..0.6).prop_map(
+            |(gb, bg, lb)| json!({"model": "gilbert", "p_good_bad": gb, "p_bad_good": bg, "loss_good": 0.0, "loss_bad": lb})
+        ),
     ]
 }
 

@@ -48,11 +48,15 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
         let verbose = tshark_out(&path, &["-V"]);
         assert!(!verbose.to_lowercase().contains("malformed"), "{iface}: malformed packet");
         let subtypes = tshark_out(&path, &["-Y", "mptcp", "-T", "fields", "-e", "tcp.options.mptcp.subtype"]);
-        let seen: std::collections::BTreeSet<&str> = subtypes.split(|c: char| c == ',' || c.is_whitespace()).filter(|x| !x.is_empty()).collect();
+        let seen: std::collections::BTreeSet<&str> =
+            subtypes.split(|c: char| c == ',' || c.is_whitespace()).filter(|x| !x.is_empty()).collect();
         assert!(seen.contains("2"), "{iface}: no DSS seen: {seen:?}");
         // The server is on the third link (wan), side b: 10.0.2.2.
         // Highest cumulative ACK the client sent per stream = subflow bytes received in order (+1 for FIN).
-        let acks = tshark_out(&path, &["-Y", "ip.dst == 10.0.2.2", "-T", "fields", "-e", "tcp.stream", "-e", "tcp.ack", "-e", "tcp.flags.fin"]);
+        let acks = tshark_out(
+            &path,
+            &["-Y", "ip.dst == 10.0.2.2", "-T", "fields", "-e", "tcp.stream", "-e", "tcp.ack", "-e", "tcp.flags.fin"],
+        );
         let mut max_ack: BTreeMap<u64, u64> = BTreeMap::new();
         for line in acks.lines() {
             let mut it = line.split('\t');
@@ -71,7 +75,10 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
             .sum();
         // The server's FIN takes one sequence number on each subflow that carried it.
         let fins = max_ack.len() as u64;
-        assert!(tshark_bytes == ours || tshark_bytes == ours + fins, "{iface}: tshark {tshark_bytes} vs ours {ours} ({max_ack:?})");
+        assert!(
+            tshark_bytes == ours || tshark_bytes == ours + fins,
+            "{iface}: tshark {tshark_bytes} vs ours {ours} ({max_ack:?})"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -208,24 +208,15 @@ fn main_exchange() -> Capture {
     c.add(10, seg(down, SYN | ACK, 0, 1).opt(MpOption::CapableSynAck { version: v, checksum: false, key: KEY_S }));
     c.add(
         20,
-        seg(up, ACK, 1, 1).opt(MpOption::CapableAck {
-            version: v,
-            checksum: false,
-            sender_key: KEY_C,
-            receiver_key: KEY_S,
-        }),
+        seg(up, ACK, 1, 1).opt(MpOption::CapableAck { version: v, checksum: false, sender_key: KEY_C, receiver_key: KEY_S }),
     );
-    let first =
-        MpOption::CapableData { version: v, checksum: false, sender_key: KEY_C, receiver_key: KEY_S, data_len: 1000 };
+    let first = MpOption::CapableData { version: v, checksum: false, sender_key: KEY_C, receiver_key: KEY_S, data_len: 1000 };
     c.add(21, seg(up, PSH_ACK, 1, 1).data(1000).opt(first));
     // Frames 5-7: DATA_ACK, server data (64-bit), client data (32-bit).
     c.add(30, seg(down, ACK, 1, 1001).dss(ack64(dc(1000))));
     c.add(31, seg(down, PSH_ACK, 1, 1001).data(500).dss(map64(dc(1000), ds(0), 1, 500)));
-    let d32 = Dss {
-        data_ack: Some(ds(500)),
-        mapping: Some(DssMapping { dsn: dc(1000), ssn: 1001, len: 1000 }),
-        ..Default::default()
-    };
+    let d32 =
+        Dss { data_ack: Some(ds(500)), mapping: Some(DssMapping { dsn: dc(1000), ssn: 1001, len: 1000 }), ..Default::default() };
     c.add(32, seg(up, PSH_ACK, 1001, 501).data(1000).dss(d32));
     // Frames 8-9: the server announces 10.0.2.1 (id 1); the client echoes.
     let hmac = crypto::add_addr_hmac64(KEY_S, KEY_C, 1, SERVER_2.0, None);
@@ -281,15 +272,9 @@ fn rare_forms() -> Capture {
     c.add(10, seg(down, SYN | ACK, 0, 1).opt(MpOption::CapableSynAck { version: 1, checksum: true, key: KEY_S }));
     c.add(
         20,
-        seg(up, ACK, 1, 1).opt(MpOption::CapableAck {
-            version: 1,
-            checksum: true,
-            sender_key: KEY_C,
-            receiver_key: KEY_S,
-        }),
+        seg(up, ACK, 1, 1).opt(MpOption::CapableAck { version: 1, checksum: true, sender_key: KEY_C, receiver_key: KEY_S }),
     );
-    let first =
-        MpOption::CapableData { version: 1, checksum: true, sender_key: KEY_C, receiver_key: KEY_S, data_len: 100 };
+    let first = MpOption::CapableData { version: 1, checksum: true, sender_key: KEY_C, receiver_key: KEY_S, data_len: 100 };
     c.add(21, seg(up, PSH_ACK, 1, 1).data(100).opt(first));
     // Frame 5: DSS with a checksum over the zero payload the writer emits.
     let (dsn, ssn, len) = (idsn_c + 101, 101, 200);
@@ -307,18 +292,10 @@ fn rare_forms() -> Capture {
     // Frames 10-12: a v0 handshake on another 4-tuple.
     let up0 = Dir { src: CLIENT, sport: 42_000, dst: SERVER, dport: 8080 };
     c.add(60, seg(up0, SYN, 0, 0).opt(MpOption::CapableSyn { version: 0, checksum: false }));
-    c.add(
-        70,
-        seg(up0.reverse(), SYN | ACK, 0, 1).opt(MpOption::CapableSynAck { version: 0, checksum: false, key: KEY_S }),
-    );
+    c.add(70, seg(up0.reverse(), SYN | ACK, 0, 1).opt(MpOption::CapableSynAck { version: 0, checksum: false, key: KEY_S }));
     c.add(
         80,
-        seg(up0, ACK, 1, 1).opt(MpOption::CapableAck {
-            version: 0,
-            checksum: false,
-            sender_key: KEY_C,
-            receiver_key: KEY_S,
-        }),
+        seg(up0, ACK, 1, 1).opt(MpOption::CapableAck { version: 0, checksum: false, sender_key: KEY_C, receiver_key: KEY_S }),
     );
     c
 }
@@ -352,14 +329,8 @@ const ANALYSIS_PREFS: [&str; 14] = [
 ];
 
 fn tshark(file: &Path, extra: &[&str]) -> String {
-    let out = Command::new("tshark")
-        .arg("-n")
-        .arg("-r")
-        .arg(file)
-        .args(ANALYSIS_PREFS)
-        .args(extra)
-        .output()
-        .expect("tshark runs");
+    let out =
+        Command::new("tshark").arg("-n").arg("-r").arg(file).args(ANALYSIS_PREFS).args(extra).output().expect("tshark runs");
     assert!(out.status.success(), "tshark failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

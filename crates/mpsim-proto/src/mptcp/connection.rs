@@ -531,7 +531,9 @@ impl MptcpConnection {
                 s.backup |= backup;
                 s.third_ack_pending = true;
             }
-            (Kind::Initial, false) if self.state == MpState::Handshake && pkt.flags.has(TcpFlags::ACK) && !pkt.flags.has(TcpFlags::SYN) => {
+            (Kind::Initial, false)
+                if self.state == MpState::Handshake && pkt.flags.has(TcpFlags::ACK) && !pkt.flags.has(TcpFlags::SYN) =>
+            {
                 match option {
                     MpOption::CapableAck { sender_key, .. } | MpOption::CapableData { sender_key, .. } => {
                         self.learn_remote_key(sender_key);
@@ -548,7 +550,12 @@ impl MptcpConnection {
                     self.reset_subflow(now, r);
                     return false;
                 };
-                let expected = crypto::join_ack_hmac160(self.remote_key, self.local_key, self.subs[r].remote_nonce, self.subs[r].local_nonce);
+                let expected = crypto::join_ack_hmac160(
+                    self.remote_key,
+                    self.local_key,
+                    self.subs[r].remote_nonce,
+                    self.subs[r].local_nonce,
+                );
                 if expected != hmac {
                     self.reset_subflow(now, r);
                     return false;
@@ -597,7 +604,9 @@ impl MptcpConnection {
             }
         }
         match m.option {
-            MpOption::AddAddr { addr_id, addr, port, hmac64, echo: false } => self.on_add_addr(now, addr_id, Addr(addr), port, hmac64),
+            MpOption::AddAddr { addr_id, addr, port, hmac64, echo: false } => {
+                self.on_add_addr(now, addr_id, Addr(addr), port, hmac64)
+            }
             MpOption::RemoveAddr { ids, n } => {
                 for &id in &ids[..n as usize] {
                     self.on_remove_addr(now, id);
@@ -772,7 +781,12 @@ impl MptcpConnection {
             PathManagerKind::Default => vec![],
             PathManagerKind::Fullmesh => {
                 let remotes = self.remote_addrs.clone();
-                self.cfg.local_addrs.iter().filter(|a| a.up).flat_map(|&l| remotes.iter().map(move |&(id, ra)| (l, id, ra))).collect()
+                self.cfg
+                    .local_addrs
+                    .iter()
+                    .filter(|a| a.up)
+                    .flat_map(|&l| remotes.iter().map(move |&(id, ra)| (l, id, ra)))
+                    .collect()
             }
             PathManagerKind::Ndiffports(n) => {
                 let live = self.subs.iter().filter(|s| !s.gone).count();
@@ -806,7 +820,12 @@ impl MptcpConnection {
         let sf = Subflow::connect(tcp, (l.addr, port), (remote, self.remote_port));
         let nonce = self.rng.next_u32();
         self.push_sub(Sub::new(sf, Kind::Join, l.id, remote_id, l.backup, nonce));
-        self.mevents.push_back(MptcpEvent::SubflowOpened { local: l.addr, local_port: port, remote, remote_port: self.remote_port });
+        self.mevents.push_back(MptcpEvent::SubflowOpened {
+            local: l.addr,
+            local_port: port,
+            remote,
+            remote_port: self.remote_port,
+        });
     }
 
     /// A SYN with MP_JOIN on a new 4-tuple (server side).
@@ -829,7 +848,12 @@ impl MptcpConnection {
         let id = self.local_id_of(syn.dst);
         let r = self.push_sub(Sub::new(sf, Kind::Join, id, addr_id, backup || local_backup, my_nonce));
         self.subs[r].remote_nonce = nonce;
-        self.mevents.push_back(MptcpEvent::SubflowOpened { local: syn.dst, local_port: syn.dport, remote: syn.src, remote_port: syn.sport });
+        self.mevents.push_back(MptcpEvent::SubflowOpened {
+            local: syn.dst,
+            local_port: syn.dport,
+            remote: syn.src,
+            remote_port: syn.sport,
+        });
         let _ = now;
         true
     }

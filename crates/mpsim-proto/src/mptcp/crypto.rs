@@ -5,8 +5,8 @@
 //! files it writes authenticate in Wireshark). Every integer enters the hash
 //! big-endian, as it is on the wire (RFC 8684 section 3.1).
 
-use mpsim_core::checksum::{fold, sum_be16};
 use hmac::{Hmac, Mac};
+use mpsim_core::checksum::{fold, sum_be16};
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
@@ -86,8 +86,6 @@ fn dss_sum(dsn: u64, ssn: u32, len: u16, payload: &[u8]) -> u64 {
     // separately pairs bytes exactly as summing the concatenation would.
     sum_be16(&header) + sum_be16(payload)
 }
-
-
 
 fn key_pair(first: u64, second: u64) -> [u8; 16] {
     let mut k = [0u8; 16];

@@ -12,17 +12,15 @@ use mpsim_core::{Packet, SimTime};
 pub(super) fn expand32(low: u64, near: u64) -> u64 {
     let low = low & 0xffff_ffff;
     let base = (near & !0xffff_ffff) | low;
-    [base.wrapping_sub(1 << 32), base, base.wrapping_add(1 << 32)]
-        .into_iter()
-        .min_by_key(|c| c.abs_diff(near))
-        .unwrap_or(base)
+    [base.wrapping_sub(1 << 32), base, base.wrapping_add(1 << 32)].into_iter().min_by_key(|c| c.abs_diff(near)).unwrap_or(base)
 }
 
 impl MptcpConnection {
     /// A DSS mapping arrived on subflow `r` with segment `pkt`.
     pub(super) fn on_mapping(&mut self, r: usize, pkt: &Packet, map: DssMapping, data_fin: bool) {
         let near = self.remote_idsn.wrapping_add(self.rcv.rcv_nxt);
-        let abs = if pkt.ext.mptcp().and_then(|m| m.dss.as_ref()).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
+        let abs =
+            if pkt.ext.mptcp().and_then(|m| m.dss.as_ref()).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
         let dsn = abs.wrapping_sub(self.remote_idsn);
         if pkt.payload_bytes > 0 {
             self.subs[r].insert_rx_map(pkt.seq, dsn, pkt.payload_bytes);

@@ -264,13 +264,23 @@ impl MptcpConnection {
                         data_len: p.payload_bytes as u16,
                     }
                 } else {
-                    MpOption::CapableAck { version: 1, checksum: false, sender_key: self.local_key, receiver_key: self.remote_key }
+                    MpOption::CapableAck {
+                        version: 1,
+                        checksum: false,
+                        sender_key: self.local_key,
+                        receiver_key: self.remote_key,
+                    }
                 }
             }
             (kind, client, false) if sub.third_ack_pending => {
                 sub.third_ack_pending = false;
                 match (kind, client) {
-                    (Kind::Initial, true) => MpOption::CapableAck { version: 1, checksum: false, sender_key: self.local_key, receiver_key: self.remote_key },
+                    (Kind::Initial, true) => MpOption::CapableAck {
+                        version: 1,
+                        checksum: false,
+                        sender_key: self.local_key,
+                        receiver_key: self.remote_key,
+                    },
                     (Kind::Join, true) => MpOption::JoinAck {
                         hmac: crypto::join_ack_hmac160(self.local_key, self.remote_key, sub.local_nonce, sub.remote_nonce),
                     },

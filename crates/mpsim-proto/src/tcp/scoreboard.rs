@@ -297,7 +297,16 @@ mod tests {
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push(Seg { start: i * 100, end: (i + 1) * 100, sent_at: SimTime(i), fin: false, retransmitted: false, rtx_in_flight: false, sacked: false, lost: false });
+            b.push(Seg {
+                start: i * 100,
+                end: (i + 1) * 100,
+                sent_at: SimTime(i),
+                fin: false,
+                retransmitted: false,
+                rtx_in_flight: false,
+                sacked: false,
+                lost: false,
+            });
         }
         b
     }

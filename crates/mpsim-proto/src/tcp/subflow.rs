@@ -745,7 +745,16 @@ impl Subflow {
     fn new_segment(&mut self, len: u64, now: SimTime) -> Packet {
         let seq = self.snd_nxt;
         self.snd_nxt += len;
-        self.sb.push(Seg { start: seq, end: seq + len, sent_at: now, fin: false, retransmitted: false, rtx_in_flight: false, sacked: false, lost: false });
+        self.sb.push(Seg {
+            start: seq,
+            end: seq + len,
+            sent_at: now,
+            fin: false,
+            retransmitted: false,
+            rtx_in_flight: false,
+            sacked: false,
+            lost: false,
+        });
         self.stats.bytes_sent += len;
         self.after_send(now);
         self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now)
@@ -754,7 +763,16 @@ impl Subflow {
     fn fin_segment(&mut self, now: SimTime) -> Packet {
         let seq = self.snd_nxt;
         self.fin_sent = true;
-        self.sb.push(Seg { start: seq, end: seq + 1, sent_at: now, fin: true, retransmitted: false, rtx_in_flight: false, sacked: false, lost: false });
+        self.sb.push(Seg {
+            start: seq,
+            end: seq + 1,
+            sent_at: now,
+            fin: true,
+            retransmitted: false,
+            rtx_in_flight: false,
+            sacked: false,
+            lost: false,
+        });
         self.state = match self.state {
             TcpState::Established => TcpState::FinWait1,
             TcpState::CloseWait => TcpState::LastAck,

@@ -135,6 +135,22 @@ impl LinkDir {
         self.pipe.back().map_or(SimTime::ZERO, |f| f.arrival)
     }
 
+    /// Serialisation time of `wire_bytes` at the current rate. Most rates
+    /// divide 8 bit x 10^12 ps exactly, and then a multiplication gives the
+    /// same integer as the general (128-bit) division, at a fraction of its cost.
+    fn transmission(&self, wire_bytes: u32) -> SimDuration {
+        Self::transmission_at(wire_bytes, self.params.bandwidth_bps)
+    }
+
+    fn transmission_at(wire_bytes: u32, bandwidth_bps: u64) -> SimDuration {
+        const BIT_PS: u64 = 8 * 1_000_000_000_000;
+        if bandwidth_bps > 0 && BIT_PS % bandwidth_bps == 0 {
+            SimDuration(wire_bytes as u64 * (BIT_PS / bandwidth_bps))
+        } else {
+            SimDuration::transmission(wire_bytes as u64, bandwidth_bps)
+        }
+    }
+
     /// Offers packet `pid` of `wire_bytes` at `now`.
     pub fn enqueue(&mut self, now: SimTime, pid: PacketId, wire_bytes: u32) -> EnqueueOutcome {
         if !self.params.up {
@@ -148,7 +164,7 @@ impl LinkDir {
             return EnqueueOutcome::Dropped;
         }
         let tx_start = if idle { now } else { self.busy_until };
-        let tx = SimDuration::transmission(wire_bytes as u64, self.params.bandwidth_bps);
+        let tx = self.transmission(wire_bytes);
         let tx_end = tx_start + tx;
         self.busy_until = tx_end;
         if tx_start > now {
@@ -217,7 +233,7 @@ impl LinkDir {
         for i in 0..n_wait {
             let w = &mut self.waiting[i];
             w.tx_start = busy;
-            let tx = SimDuration::transmission(w.wire_bytes as u64, self.params.bandwidth_bps);
+            let tx = Self::transmission_at(w.wire_bytes, self.params.bandwidth_bps);
             busy += tx;
             let arrival = (busy + self.params.delay).max(floor);
             self.pipe[first + i].arrival = arrival;
@@ -298,6 +314,15 @@ mod tests {
         assert_eq!(d.enqueue(SimTime(2), PacketId(9), 1000), EnqueueOutcome::Dropped);
         d.go_up();
         assert!(matches!(d.enqueue(SimTime(3), PacketId(9), 1000), EnqueueOutcome::Accepted { .. }));
+    }
+
+    #[test]
+    fn the_exact_fast_path_agrees_with_the_general_division() {
+        for bw in [1u64, 3, 1_000, 10_000_000, 1_000_000_000, 7_777_777, 100_000_000_000, 2_500_000] {
+            for bytes in [1u32, 66, 1514, 9000, 65535] {
+                assert_eq!(LinkDir::transmission_at(bytes, bw), SimDuration::transmission(bytes as u64, bw), "{bw} {bytes}");
+            }
+        }
     }
 
     #[test]

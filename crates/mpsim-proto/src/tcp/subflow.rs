@@ -464,6 +464,8 @@ impl Subflow {
         }
         self.sync_cc(cc);
         let state = cc.me().ca_state;
+        // Spec 1.8 names Open and Disorder; Linux also grows in Loss (after an
+        // RTO, `tcp_may_raise_cwnd`), which is how the window leaves 1 packet.
         let mut grow = matches!(state, CaState::Open | CaState::Disorder | CaState::Loss);
         if matches!(state, CaState::Recovery | CaState::Loss) {
             if ack >= self.recovery_point {

@@ -144,7 +144,7 @@ impl LinkDir {
 
     fn transmission_at(wire_bytes: u32, bandwidth_bps: u64) -> SimDuration {
         const BIT_PS: u64 = 8 * 1_000_000_000_000;
-        if bandwidth_bps > 0 && BIT_PS % bandwidth_bps == 0 {
+        if bandwidth_bps > 0 && BIT_PS.is_multiple_of(bandwidth_bps) {
             SimDuration(wire_bytes as u64 * (BIT_PS / bandwidth_bps))
         } else {
             SimDuration::transmission(wire_bytes as u64, bandwidth_bps)

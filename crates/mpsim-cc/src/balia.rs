@@ -10,8 +10,8 @@
 //! one increment), and the `cwnd <= ssthresh` slow-start test.
 
 use crate::common::{
-    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_on_ack, reno_ssthresh,
-    reset_slot, slot,
+    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_ssthresh,
+    reno_unless_coupled, reset_slot, slot,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -133,9 +133,7 @@ impl CongestionController for Balia {
     }
 
     fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        let Some(own) = subflows.get(r) else { return };
-        if !own.is_coupled() {
-            reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
+        if reno_unless_coupled(subflows, r, ack.acked_pkts, self.mode) {
             return;
         }
         match self.mode {

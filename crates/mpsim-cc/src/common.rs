@@ -101,6 +101,20 @@ pub(crate) fn reno_ca(s: &mut SubflowCc, acked_pkts: f64, mode: CcMode) {
 
 /// A whole Reno ACK (`tcp_reno_cong_avoid`): slow start, then congestion
 /// avoidance with the packets slow start did not use.
+/// Spec 1.7: a subflow outside the coupled set (no RTT yet, not
+/// established) grows as uncoupled Reno. Returns true when it did, so the
+/// coupled rule must not run; also true for an index out of range.
+pub(crate) fn reno_unless_coupled(subflows: &mut [SubflowCc], r: usize, acked_pkts: f64, mode: CcMode) -> bool {
+    match subflows.get_mut(r) {
+        None => true,
+        Some(s) if !s.is_coupled() => {
+            reno_on_ack(s, acked_pkts, mode);
+            true
+        }
+        Some(_) => false,
+    }
+}
+
 pub(crate) fn reno_on_ack(s: &mut SubflowCc, acked_pkts: f64, mode: CcMode) {
     let mut acked = acked_pkts;
     if s.in_slow_start() {

@@ -7,7 +7,7 @@
 //! with `w_total` as the window (one packet per `w_total` packets
 //! acknowledged) and an integer ssthresh.
 
-use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, w_total_pkts};
+use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_ssthresh, reno_unless_coupled, w_total_pkts};
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
 /// Smallest window a COUPLED decrease leaves, packets (spec 6; htsim floors
@@ -30,9 +30,7 @@ impl CongestionController for Coupled {
     }
 
     fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        let Some(own) = subflows.get(r) else { return };
-        if !own.is_coupled() {
-            reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
+        if reno_unless_coupled(subflows, r, ack.acked_pkts, self.mode) {
             return;
         }
         let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, self.mode) else { return };

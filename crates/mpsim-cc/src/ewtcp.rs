@@ -6,7 +6,7 @@
 //! htsim's "COUPLED_TCP": Linux's Reno counter with the window multiplied by
 //! `n²`, i.e. one packet per `w·n²` packets acknowledged.
 
-use crate::common::{after_slow_start, coupled, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh};
+use crate::common::{after_slow_start, coupled, linux_acked, linux_reno_ca, reno_ssthresh, reno_unless_coupled};
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
 pub struct Ewtcp {
@@ -31,10 +31,8 @@ impl CongestionController for Ewtcp {
     }
 
     fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        let Some(own) = subflows.get(r) else { return };
-        if !own.is_coupled() {
-            // Spec 1.7: a subflow outside the coupled set runs plain Reno.
-            reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
+        // Spec 1.7: a subflow outside the coupled set runs plain Reno.
+        if reno_unless_coupled(subflows, r, ack.acked_pkts, self.mode) {
             return;
         }
         let inv_a = inverse_weight(subflows);

@@ -10,8 +10,8 @@
 //! (which reference mode must not copy).
 
 use crate::common::{
-    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_on_ack, reno_ssthresh,
-    w_total_pkts,
+    after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_ssthresh,
+    reno_unless_coupled, w_total_pkts,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -115,10 +115,8 @@ impl CongestionController for Lia {
     }
 
     fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        let Some(own) = subflows.get(r) else { return };
-        if !own.is_coupled() {
-            // Spec 8.3: without an RTT (or outside the set) LIA is Reno.
-            reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
+        // Spec 8.3: without an RTT (or outside the set) LIA is Reno.
+        if reno_unless_coupled(subflows, r, ack.acked_pkts, self.mode) {
             return;
         }
         match self.mode {

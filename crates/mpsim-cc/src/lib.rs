@@ -179,6 +179,24 @@ pub enum CcError {
     NotForTransport(String, String),
 }
 
+/// Applies `$body` to the controller inside any variant of [`Controller`].
+macro_rules! each_controller {
+    ($value:expr, $c:ident => $body:expr) => {
+        match $value {
+            Controller::Reno($c) => $body,
+            Controller::Cubic($c) => $body,
+            Controller::Vegas($c) => $body,
+            Controller::Ewtcp($c) => $body,
+            Controller::Coupled($c) => $body,
+            Controller::SemiCoupled($c) => $body,
+            Controller::Lia($c) => $body,
+            Controller::Olia($c) => $body,
+            Controller::Balia($c) => $body,
+            Controller::WVegas($c) => $body,
+        }
+    };
+}
+
 /// The built-in controllers, selected by lowercase name. Enum dispatch keeps
 /// the per-ACK call free of indirection.
 pub enum Controller {
@@ -220,33 +238,11 @@ impl Controller {
     }
 
     fn inner(&mut self) -> &mut dyn CongestionController {
-        match self {
-            Controller::Reno(c) => c,
-            Controller::Cubic(c) => c,
-            Controller::Vegas(c) => c,
-            Controller::Ewtcp(c) => c,
-            Controller::Coupled(c) => c,
-            Controller::SemiCoupled(c) => c,
-            Controller::Lia(c) => c,
-            Controller::Olia(c) => c,
-            Controller::Balia(c) => c,
-            Controller::WVegas(c) => c,
-        }
+        each_controller!(self, c => c)
     }
 
     fn inner_ref(&self) -> &dyn CongestionController {
-        match self {
-            Controller::Reno(c) => c,
-            Controller::Cubic(c) => c,
-            Controller::Vegas(c) => c,
-            Controller::Ewtcp(c) => c,
-            Controller::Coupled(c) => c,
-            Controller::SemiCoupled(c) => c,
-            Controller::Lia(c) => c,
-            Controller::Olia(c) => c,
-            Controller::Balia(c) => c,
-            Controller::WVegas(c) => c,
-        }
+        each_controller!(self, c => c)
     }
 }
 

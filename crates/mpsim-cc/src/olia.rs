@@ -9,7 +9,9 @@
 //! exact cross-multiplied best-path test in wrapping u64, 32-bit loss marks,
 //! and the guarded shift of the marks.
 
-use crate::common::{after_slow_start, coupled, established_count, reno_on_ack, reno_ssthresh, reset_slot, slot, slow_start};
+use crate::common::{
+    after_slow_start, coupled, established_count, reno_ssthresh, reno_unless_coupled, reset_slot, slot, slow_start,
+};
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
 /// Linux `scale`: the counter and windows are scaled by 2^10.
@@ -219,8 +221,7 @@ impl CongestionController for Olia {
         self.sync_marks(subflows, r, ack.acked_bytes);
         // New data acknowledged: any RTO retransmission is over.
         slot(&mut self.subs, r).rto_pending = false;
-        if !subflows[r].is_coupled() {
-            reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
+        if reno_unless_coupled(subflows, r, ack.acked_pkts, self.mode) {
             return;
         }
         match self.mode {

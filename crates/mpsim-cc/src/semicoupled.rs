@@ -6,7 +6,7 @@
 //! Not in Linux. Linux mode is an integer rendering: Linux's Reno counter
 //! with `w_total/a` (rounded) as the window and an integer ssthresh.
 
-use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_on_ack, reno_ssthresh, w_total_pkts};
+use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_ssthresh, reno_unless_coupled, w_total_pkts};
 use crate::lia::reference_alpha;
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
@@ -59,9 +59,7 @@ impl CongestionController for SemiCoupled {
     }
 
     fn on_ack(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
-        let Some(own) = subflows.get(r) else { return };
-        if !own.is_coupled() {
-            reno_on_ack(&mut subflows[r], ack.acked_pkts, self.mode);
+        if reno_unless_coupled(subflows, r, ack.acked_pkts, self.mode) {
             return;
         }
         let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, self.mode) else { return };

@@ -28,6 +28,22 @@ impl PacketPool {
         }
     }
 
+    /// Copies `p` into a slot: one copy, where `alloc(*p)` makes two.
+    pub fn alloc_copy(&mut self, p: &Packet) -> PacketId {
+        if let Some(i) = self.free.pop() {
+            self.slots[i as usize] = *p;
+            PacketId(i)
+        } else {
+            self.slots.push(*p);
+            PacketId(self.slots.len() as u32 - 1)
+        }
+    }
+
+    /// Frees a slot without copying its packet out.
+    pub fn free(&mut self, id: PacketId) {
+        self.free.push(id.0);
+    }
+
     pub fn get(&self, id: PacketId) -> &Packet {
         &self.slots[id.0 as usize]
     }
@@ -67,5 +83,8 @@ mod tests {
         assert_eq!(c, a);
         assert_eq!(pool.live(), 2);
         assert_eq!(pool.capacity_used(), 2);
+        pool.free(c);
+        let d = pool.alloc_copy(&Packet { seq: 4, ..Default::default() });
+        assert_eq!((d, pool.get(d).seq, pool.live()), (a, 4, 2));
     }
 }

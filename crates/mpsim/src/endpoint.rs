@@ -34,11 +34,7 @@ impl EpKind {
     /// Appends every packet the endpoint has to send to `sink`.
     pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
         match self {
-            EpKind::Tcp(c) => {
-                while let Some(p) = c.poll_transmit(now) {
-                    sink.push(p);
-                }
-            }
+            EpKind::Tcp(c) => c.drain_transmit(now, sink),
             EpKind::Mptcp(c) => c.drain_transmit(now, sink),
             EpKind::Closed => {}
         }

@@ -393,7 +393,7 @@ impl Simulation {
         match ev.up {
             Some(false) => {
                 for pid in d.go_down(self.now) {
-                    self.pool.take(pid);
+                    self.pool.free(pid);
                 }
             }
             Some(true) => d.go_up(),

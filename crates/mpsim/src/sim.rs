@@ -237,7 +237,7 @@ impl Simulation {
             self.queue.push(t, Ev::Arrival { dir, generation });
         }
         if !survived {
-            self.pool.take(pid);
+            self.pool.free(pid);
             return;
         }
         self.arrive(dir, pid);
@@ -246,7 +246,7 @@ impl Simulation {
     fn on_jittered(&mut self, dir: u32, generation: u32, pid: PacketId) {
         let d = &mut self.dirs[dir as usize];
         if d.generation != generation {
-            self.pool.take(pid); // the link went down under it
+            self.pool.free(pid); // the link went down under it
             return;
         }
         d.on_jittered_arrival(self.pool.get(pid).wire_bytes);
@@ -257,8 +257,7 @@ impl Simulation {
         let node = self.dir_far_node(dir);
         if self.nodes[node.index()].kind == NodeKind::Host {
             self.capture(self.capture_ingress[dir as usize], pid);
-            let pkt = self.pool.take(pid);
-            self.host_receive(node, pkt);
+            self.host_receive(node, pid);
         } else {
             self.forward(node, pid);
         }
@@ -270,7 +269,7 @@ impl Simulation {
             Some(d) => self.transmit(d, pid),
             None => {
                 self.no_route_drops += 1;
-                self.pool.take(pid);
+                self.pool.free(pid);
             }
         }
     }
@@ -311,10 +310,10 @@ impl Simulation {
             }
             EnqueueOutcome::LostOnWire => {
                 self.packet_hops += 1;
-                self.pool.take(pid);
+                self.pool.free(pid);
             }
             EnqueueOutcome::Dropped => {
-                self.pool.take(pid);
+                self.pool.free(pid);
             }
         }
     }
@@ -327,25 +326,41 @@ impl Simulation {
             return;
         }
         let dir = 2 * link.0 + side;
-        let pid = self.pool.alloc(*pkt);
+        let pid = self.pool.alloc_copy(pkt);
         self.transmit(dir, pid);
     }
 
-    fn host_receive(&mut self, host: NodeId, pkt: Packet) {
+    /// A packet (still in the pool) reaches a host; its slot is freed here.
+    fn host_receive(&mut self, host: NodeId, pid: PacketId) {
+        let pkt = self.pool.get(pid);
         let ours = iface_of_addr(pkt.dst).is_some_and(|(l, s)| l.index() < self.links.len() && self.topo.end(l, s) == host);
-        if !ours {
-            return; // hosts do not forward
-        }
-        let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
-        match self.demux.get(&key).copied() {
-            Some(Demux::Ep(ep)) => {
-                self.endpoints[ep as usize].kind.handle_segment(self.now, &pkt);
+        let demux = self.demux.get(&demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport)).copied();
+        match demux {
+            Some(Demux::Ep(ep)) if ours => {
+                // Handled in place: the header is not copied out of the pool.
+                self.endpoints[ep as usize].kind.handle_segment(self.now, self.pool.get(pid));
+                self.pool.free(pid);
                 self.work.push(ep);
                 self.drain_work();
             }
-            Some(Demux::Pending { flow, conn }) => self.accept(flow, conn, host, &pkt, key),
+            _ => {
+                let pkt = self.pool.take(pid);
+                if ours {
+                    self.host_receive_other(host, demux, &pkt); // hosts do not forward
+                }
+            }
+        }
+    }
+
+    fn host_receive_other(&mut self, host: NodeId, demux: Option<Demux>, pkt: &Packet) {
+        match demux {
+            Some(Demux::Ep(_)) => {}
+            Some(Demux::Pending { flow, conn }) => {
+                let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
+                self.accept(flow, conn, host, pkt, key)
+            }
             Some(Demux::Udp { flow }) => self.flows[flow as usize].on_datagram(pkt.payload_bytes as u64, self.now),
-            None => self.unmatched_segment(host, &pkt),
+            None => self.unmatched_segment(host, pkt),
         }
     }
 

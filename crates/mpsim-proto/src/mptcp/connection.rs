@@ -70,6 +70,8 @@ pub(super) struct Sub {
     pub last_penalised: Option<SimTime>,
     /// Something happened on it since it was last asked what to send.
     pub dirty: bool,
+    /// The scheduler queued data on it this round.
+    pub queued: bool,
 }
 
 impl Sub {
@@ -96,6 +98,7 @@ impl Sub {
             redundant_next: 1,
             last_penalised: None,
             dirty: true,
+            queued: false,
         }
     }
 
@@ -121,8 +124,12 @@ impl Sub {
     /// The mapping sent at subflow sequence `ssn`, if one starts there.
     /// New data is the newest mapping: checked first, before the search.
     pub fn tx_map_at(&self, ssn: u64) -> Option<TxMap> {
-        if let Some(&m) = self.tx_map.back().filter(|m| m.ssn <= ssn) {
-            return (m.ssn == ssn).then_some(m);
+        // New data is among the newest mappings (queued this round): look
+        // at those first, newest first, before the search.
+        for m in self.tx_map.iter().rev().take(4) {
+            if m.ssn <= ssn {
+                return (m.ssn == ssn).then_some(*m);
+            }
         }
         let i = self.tx_map.partition_point(|m| m.ssn < ssn);
         self.tx_map.get(i).filter(|m| m.ssn == ssn).copied()

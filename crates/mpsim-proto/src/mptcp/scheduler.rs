@@ -6,7 +6,6 @@ use super::connection::MptcpConnection;
 use super::send::NextSeg;
 use super::SchedulerKind;
 use mpsim_cc::CaState;
-use mpsim_core::SimTime;
 
 impl MptcpConnection {
     /// Subflow `r` may be scheduled at all (its window aside).
@@ -15,8 +14,8 @@ impl MptcpConnection {
         s.ready && !s.gone && !s.pf && s.sf.state.can_send() && self.cc[r].ca_state != CaState::Loss
     }
 
-    fn has_room(&self, r: usize) -> bool {
-        self.subs[r].sf.has_send_room(&self.cc[r])
+    fn has_room(&self, r: usize, len: u32) -> bool {
+        self.subs[r].sf.has_send_room(&self.cc[r], len as u64)
     }
 
     fn carried(seg: &NextSeg, mask: u64, r: usize) -> bool {
@@ -48,25 +47,23 @@ impl MptcpConnection {
     /// waiting for window space, wait for it rather than fall back.
     pub(super) fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
         let mask = self.mask_of(seg);
-        for backup in [false, true] {
-            let mut any_fresh = false;
-            let mut best: Option<(usize, f64)> = None;
-            for r in 0..self.subs.len() {
-                if self.subs[r].backup != backup || !self.usable(r) || Self::carried(seg, mask, r) {
-                    continue;
-                }
-                any_fresh = true;
-                let srtt = self.cc[r].srtt_s();
-                // Ties go to the lower index, as the list order of Linux.
-                if best.is_none_or(|(_, b)| srtt < b) && self.has_room(r) {
-                    best = Some((r, srtt));
-                }
+        // Per class (regular, backup): a usable subflow exists; the best one with room.
+        let mut fresh = [false; 2];
+        let mut best: [Option<(u64, usize)>; 2] = [None; 2];
+        for r in 0..self.subs.len() {
+            if !self.usable(r) || Self::carried(seg, mask, r) {
+                continue;
             }
-            if any_fresh {
-                return best.map(|(r, _)| r);
+            let class = self.subs[r].backup as usize;
+            fresh[class] = true;
+            let srtt_ps = self.cc[r].srtt.map_or(0, |s| s.as_ps());
+            // Ties go to the lower index, as the list order of Linux.
+            if best[class].is_none_or(|(b, _)| srtt_ps < b) && self.has_room(r, seg.len) {
+                best[class] = Some((srtt_ps, r));
             }
         }
-        None
+        let class = if fresh[0] { 0 } else { 1 };
+        best[class].map(|(_, r)| r)
     }
 
     /// Out-of-tree Linux `roundrobin` (one segment per turn, cwnd-limited):
@@ -75,7 +72,7 @@ impl MptcpConnection {
         let n = self.subs.len();
         let mask = self.mask_of(seg);
         let start = self.rr_last.wrapping_add(1);
-        let r = (0..n).map(|k| (start + k) % n).find(|&r| self.usable(r) && self.has_room(r) && !Self::carried(seg, mask, r))?;
+        let r = (0..n).map(|k| (start + k) % n).find(|&r| self.usable(r) && self.has_room(r, seg.len) && !Self::carried(seg, mask, r))?;
         self.rr_last = r;
         Some(r)
     }
@@ -83,7 +80,7 @@ impl MptcpConnection {
     /// Out-of-tree Linux `redundant`: every segment on every usable
     /// non-backup subflow. Each subflow walks the unacknowledged data from
     /// its own pointer, then takes new data.
-    pub(super) fn schedule_redundant(&mut self, now: SimTime) {
+    pub(super) fn schedule_redundant(&mut self) {
         let n = self.subs.len();
         let non_backup_usable = (0..n).any(|r| !self.subs[r].backup && self.usable(r));
         loop {
@@ -91,13 +88,13 @@ impl MptcpConnection {
             for k in 0..n {
                 let r = (self.rr_last.wrapping_add(1 + k)) % n;
                 let backup_ok = !non_backup_usable;
-                if !self.usable(r) || !self.has_room(r) || (self.subs[r].backup && !backup_ok) {
+                if !self.usable(r) || !self.has_room(r, self.cfg.tcp.mss_bytes) || (self.subs[r].backup && !backup_ok) {
                     continue;
                 }
                 if let Some(seg) = self.redundant_next_for(r, backup_ok) {
                     self.rr_last = r;
                     self.subs[r].redundant_next = seg.dsn + seg.len as u64;
-                    self.transmit_on(now, r, seg);
+                    self.transmit_on(r, seg);
                     sent = true;
                 }
             }

@@ -79,11 +79,12 @@ impl MptcpConnection {
             match self.cfg.scheduler {
                 SchedulerKind::Redundant if self.state == MpState::Established => {
                     // Reinjections take the default scheduler's choice (spec 11.3).
-                    self.schedule_reinjections(now);
-                    self.schedule_redundant(now);
+                    self.schedule_reinjections();
+                    self.schedule_redundant();
                 }
                 _ => self.schedule(now),
             }
+            self.push_queued(now);
             self.maybe_send_data_fin(now);
             self.send_announcements(now);
             self.maybe_close_subflows();
@@ -94,6 +95,21 @@ impl MptcpConnection {
     /// Everything subflow `r` wants to send by itself (handshake,
     /// retransmissions, ACKs, and data already assigned to it).
     pub(super) fn drain_subflow(&mut self, now: SimTime, r: usize) {
+        if self.draining {
+            // Built in place in the engine's buffer, then decorated there.
+            let mut sink = std::mem::take(&mut self.out_sink);
+            loop {
+                let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
+                if !self.subs[r].sf.poll_transmit_into(now, &mut cx, &mut sink) {
+                    break;
+                }
+                if let Some(p) = sink.last_mut() {
+                    self.decorate(r, p);
+                }
+            }
+            self.out_sink = sink;
+            return;
+        }
         loop {
             let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
@@ -105,11 +121,25 @@ impl MptcpConnection {
         // after segments and timeouts only.
     }
 
+    /// Sends what the scheduler queued, one subflow after the other, as
+    /// Linux pushes every subflow it entailed data on once the scheduling
+    /// round is over (`mptcp_write_xmit`).
+    fn push_queued(&mut self, now: SimTime) {
+        for r in 0..self.subs.len() {
+            if std::mem::take(&mut self.subs[r].queued) {
+                self.drain_subflow(now, r);
+            }
+        }
+    }
+
     /// Default and round-robin scheduling: one segment at a time.
     fn schedule(&mut self, now: SimTime) {
         while let Some(seg) = self.next_segment() {
             match self.pick(&seg) {
-                Some(r) => self.transmit_on(now, r, seg),
+                Some(r) => {
+                    self.transmit_on(r, seg);
+                    self.keep_scheduling_on(r);
+                }
                 None => {
                     if seg.reinject.is_none() && self.window_blocked(&seg) {
                         self.opportunistic_retransmit(now);
@@ -120,10 +150,25 @@ impl MptcpConnection {
         }
     }
 
-    fn schedule_reinjections(&mut self, now: SimTime) {
+    /// New data after a segment the default scheduler gave to `r`: while
+    /// `r` has room it stays the lowest-RTT subflow with room (nothing
+    /// else changed), so the segments go there without asking again.
+    fn keep_scheduling_on(&mut self, r: usize) {
+        if self.cfg.scheduler != SchedulerKind::Default {
+            return;
+        }
+        while let Some(seg) = self.next_segment() {
+            if seg.reinject.is_some() || self.window_blocked(&seg) || !self.subs[r].sf.has_send_room(&self.cc[r], seg.len as u64) {
+                return;
+            }
+            self.transmit_on(r, seg);
+        }
+    }
+
+    fn schedule_reinjections(&mut self) {
         while let Some(seg) = self.next_segment().filter(|s| s.reinject.is_some()) {
             match self.pick_lowest_rtt(&seg) {
-                Some(r) => self.transmit_on(now, r, seg),
+                Some(r) => self.transmit_on(r, seg),
                 None => break,
             }
         }
@@ -164,8 +209,8 @@ impl MptcpConnection {
         seg.dsn + seg.len as u64 > self.snd_wnd_right
     }
 
-    /// Sends `seg` on subflow `r`.
-    pub(super) fn transmit_on(&mut self, now: SimTime, r: usize, seg: NextSeg) {
+    /// Queues `seg` on subflow `r`; `push_queued` sends it.
+    pub(super) fn transmit_on(&mut self, r: usize, seg: NextSeg) {
         let bit = 1u64 << (r % 64);
         match seg.reinject {
             Some(i) => {
@@ -182,9 +227,9 @@ impl MptcpConnection {
             }
         }
         let sub = &mut self.subs[r];
-        sub.tx_map.push_back(TxMap { ssn: sub.sf.snd_nxt, dsn: seg.dsn, len: seg.len });
-        sub.sf.send(seg.len as u64);
-        self.drain_subflow(now, r);
+        sub.tx_map.push_back(TxMap { ssn: sub.sf.write_seq(), dsn: seg.dsn, len: seg.len });
+        sub.sf.send_segment(seg.len as u64);
+        sub.queued = true;
     }
 
     /// Linux's opportunistic retransmission and penalisation (spec 11.1),
@@ -206,7 +251,7 @@ impl MptcpConnection {
         if head.path_mask & (1u64 << (s % 64)) == 0 && (self.cc[o].cwnd_pkts <= 4.0 || 4.0 * srtt_s < srtt_o) {
             let i = 0;
             self.unacked[i].in_reinject_queue = true;
-            self.transmit_on(now, s, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(i) });
+            self.transmit_on(s, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(i) });
         }
     }
 
@@ -226,7 +271,12 @@ impl MptcpConnection {
         if self.state == MpState::Fallback || p.flags.has(TcpFlags::RST) {
             return;
         }
-        let option = self.handshake_option(r, p);
+        let sub = &self.subs[r];
+        let handshake_over = !p.flags.has(TcpFlags::SYN)
+            && !sub.third_ack_pending
+            && (self.peer_confirmed || !self.is_client || sub.kind != Kind::Initial);
+        // Past the handshake `handshake_option` gives None: skip its matching.
+        let option = if handshake_over { MpOption::None } else { self.handshake_option(r, p) };
         let mut dss = None;
         let carries_keys = matches!(option, MpOption::CapableAck { .. } | MpOption::CapableData { .. });
         let server_early = self.state == MpState::Handshake && !self.is_client;

@@ -49,6 +49,12 @@ impl TcpConnection {
         sf.poll_transmit(now, &mut cx)
     }
 
+    /// Everything there is to send, appended to `out` in order.
+    pub fn drain_transmit(&mut self, now: SimTime, out: &mut Vec<Packet>) {
+        let (sf, mut cx) = self.ctx();
+        while sf.poll_transmit_into(now, &mut cx, out) {}
+    }
+
     pub fn poll_timeout(&self) -> Option<SimTime> {
         self.sf.poll_timeout()
     }

@@ -56,6 +56,9 @@ pub struct Subflow {
     pub snd_nxt: u64,
     /// End of the data the application has written.
     snd_limit: u64,
+    /// Ends of writes that must leave as segments of their own (MPTCP
+    /// mappings), oldest first; empty for a plain byte stream.
+    write_ends: VecDeque<u64>,
     close_requested: bool,
     fin_sent: bool,
     fin_acked: bool,
@@ -89,6 +92,16 @@ pub struct Subflow {
     adv_wnd_override: Option<u64>,
 }
 
+/// The next segment `poll_transmit` sends.
+#[derive(Clone, Copy, Debug)]
+enum Tx {
+    Syn,
+    Retransmit(Seg),
+    New(u64),
+    Fin,
+    Ack,
+}
+
 /// Sequence values beyond any real transfer ("unlimited" application data).
 const UNLIMITED: u64 = u64::MAX / 4;
 
@@ -105,6 +118,7 @@ impl Subflow {
             snd_una: 0,
             snd_nxt: 1,
             snd_limit: 1,
+            write_ends: VecDeque::new(),
             close_requested: false,
             fin_sent: false,
             fin_acked: false,
@@ -162,9 +176,23 @@ impl Subflow {
         self.snd_limit = UNLIMITED;
     }
 
+    /// The application writes `bytes` that go out as one segment of their
+    /// own, never merged with the writes around them (an MPTCP mapping, as
+    /// an skb entailed on a Linux subflow). At most one MSS.
+    pub fn send_segment(&mut self, bytes: u64) {
+        self.send(bytes);
+        self.write_ends.push_back(self.snd_limit);
+    }
+
+    /// Sequence number of the next byte the application writes.
+    pub fn write_seq(&self) -> u64 {
+        self.snd_limit
+    }
+
     /// Stops writing: nothing beyond what was already sent goes out.
     pub fn pause(&mut self) {
         self.snd_limit = self.snd_nxt;
+        self.write_ends.clear();
     }
 
     /// No more data: send FIN after what was written.
@@ -198,13 +226,18 @@ impl Subflow {
         self.adv_wnd_override = w;
     }
 
-    /// Room for one more full segment of new data right now: established,
-    /// nothing written but unsent, and the congestion window not full.
+    /// Room to write `len` more bytes for sending now: established, the
+    /// congestion window holds what is in flight, what is written but
+    /// unsent, and one more full segment, and the peer's window takes them
+    /// (the out-of-tree Linux scheduler's `mptcp_is_temp_unavailable`).
     #[inline]
-    pub fn has_send_room(&self, cc: &SubflowCc) -> bool {
+    pub fn has_send_room(&self, cc: &SubflowCc, len: u64) -> bool {
         let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
-        self.state.can_send() && self.snd_nxt >= self.snd_limit && self.sb.pipe_bytes() + mss <= cwnd_bytes
+        let unsent = self.snd_limit.saturating_sub(self.snd_nxt);
+        self.state.can_send()
+            && self.sb.pipe_bytes() + unsent + mss <= cwnd_bytes
+            && self.snd_limit + len.min(mss) <= self.peer_wnd_right
     }
 
     /// Free congestion window in bytes (0 when full).
@@ -652,23 +685,45 @@ impl Subflow {
     }
 
     pub fn poll_transmit(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
+        let tx = self.next_tx(now, cc)?;
+        Some(self.build(tx, now))
+    }
+
+    /// Appends the next segment to `out`, built in place (a packet header
+    /// is a few hundred bytes, and engines send millions); false when there
+    /// is nothing to send.
+    pub fn poll_transmit_into(&mut self, now: SimTime, cc: &mut CcCtx, out: &mut Vec<Packet>) -> bool {
+        let Some(tx) = self.next_tx(now, cc) else { return false };
+        out.push(self.build(tx, now));
+        true
+    }
+
+    /// What to send next, if anything.
+    fn next_tx(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Tx> {
         if self.state == TcpState::Closed {
             return None;
         }
         if self.syn_pending {
-            return Some(self.syn_packet(now));
+            return Some(Tx::Syn);
         }
         if !self.state.is_synchronised() {
             return None;
         }
-        if let Some(p) = self.next_data_segment(now, cc) {
-            return Some(p);
+        if let Some(tx) = self.next_data_segment(now, cc) {
+            return Some(tx);
         }
-        if self.ack_pending {
-            let p = self.segment(0, 0, TcpFlags::ACK, now);
-            return Some(p);
+        self.ack_pending.then_some(Tx::Ack)
+    }
+
+    #[inline]
+    fn build(&mut self, tx: Tx, now: SimTime) -> Packet {
+        match tx {
+            Tx::Syn => self.syn_packet(now),
+            Tx::Retransmit(seg) => self.retransmit(seg, now),
+            Tx::New(len) => self.new_segment(len, now),
+            Tx::Fin => self.fin_segment(now),
+            Tx::Ack => self.segment(0, 0, TcpFlags::ACK, now),
         }
-        None
     }
 
     fn syn_packet(&mut self, now: SimTime) -> Packet {
@@ -682,7 +737,7 @@ impl Subflow {
         p
     }
 
-    fn next_data_segment(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
+    fn next_data_segment(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Tx> {
         let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = (cc.me().cwnd_pkts * mss as f64) as u64;
         let pipe = self.sb.pipe_bytes();
@@ -694,7 +749,7 @@ impl Subflow {
         if let Some(seg) = self.sb.next_lost() {
             let forced = std::mem::take(&mut self.force_rtx);
             if forced || (self.cfg.sack || cc.me().ca_state == CaState::Loss) && room(seg.len()) {
-                return Some(self.retransmit(seg, now));
+                return Some(Tx::Retransmit(seg));
             }
             if !self.cfg.sack && cc.me().ca_state == CaState::Recovery {
                 // NewReno retransmits only on dupACK and partial-ACK triggers.
@@ -704,7 +759,8 @@ impl Subflow {
             }
         }
         if self.has_unsent_data() && self.state.can_send() {
-            let len = mss.min(self.snd_limit - self.snd_nxt);
+            let write_end = self.write_ends.front().copied().unwrap_or(self.snd_limit);
+            let len = mss.min(write_end - self.snd_nxt);
             let in_window = self.snd_nxt + len <= self.peer_wnd_right || std::mem::take(&mut self.probe_pending);
             if !in_window {
                 if self.sb.is_empty() && self.rto_at.is_none() {
@@ -718,16 +774,16 @@ impl Subflow {
                 return None;
             }
             self.maybe_idle_restart(now, cc);
-            return Some(self.new_segment(len, now));
+            return Some(Tx::New(len));
         }
         if self.close_requested && !self.fin_sent && self.snd_nxt == self.snd_limit && self.state.can_send() {
-            return Some(self.fin_segment(now));
+            return Some(Tx::Fin);
         }
         if self.cfg.sack && cc.me().ca_state == CaState::Recovery && !self.rescue_done {
             if let Some(seg) = self.sb.last_unsacked().filter(|s| !s.rtx_in_flight && room(s.len())) {
                 // RFC 6675 NextSeg rule 4: one rescue retransmission per episode.
                 self.rescue_done = true;
-                return Some(self.retransmit(seg, now));
+                return Some(Tx::Retransmit(seg));
             }
         }
         self.cwnd_validate(false, cwnd_bytes);
@@ -744,9 +800,13 @@ impl Subflow {
         }
     }
 
+    #[inline]
     fn new_segment(&mut self, len: u64, now: SimTime) -> Packet {
         let seq = self.snd_nxt;
         self.snd_nxt += len;
+        while self.write_ends.front().is_some_and(|&e| e <= self.snd_nxt) {
+            self.write_ends.pop_front();
+        }
         self.sb.push(Seg {
             start: seq,
             end: seq + len,
@@ -803,6 +863,7 @@ impl Subflow {
     }
 
     /// Builds a segment carrying the current ACK, window and SACK blocks.
+    #[inline]
     fn segment(&mut self, seq: u64, payload: u32, flags: u8, now: SimTime) -> Packet {
         let mut f = flags;
         let synced_rcv = self.state.is_synchronised() || !self.is_client;

@@ -72,7 +72,9 @@ impl MptcpConnection {
         let n = self.subs.len();
         let mask = self.mask_of(seg);
         let start = self.rr_last.wrapping_add(1);
-        let r = (0..n).map(|k| (start + k) % n).find(|&r| self.usable(r) && self.has_room(r, seg.len) && !Self::carried(seg, mask, r))?;
+        let r = (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&r| self.usable(r) && self.has_room(r, seg.len) && !Self::carried(seg, mask, r))?;
         self.rr_last = r;
         Some(r)
     }

@@ -158,7 +158,8 @@ impl MptcpConnection {
             return;
         }
         while let Some(seg) = self.next_segment() {
-            if seg.reinject.is_some() || self.window_blocked(&seg) || !self.subs[r].sf.has_send_room(&self.cc[r], seg.len as u64) {
+            if seg.reinject.is_some() || self.window_blocked(&seg) || !self.subs[r].sf.has_send_room(&self.cc[r], seg.len as u64)
+            {
                 return;
             }
             self.transmit_on(r, seg);

@@ -14,7 +14,7 @@ TOP_KEYS = ["name", "seed", "duration_ps", "sample_interval_ps", "mss_bytes", "h
             "nodes", "links", "flows", "record"]  # fmt: skip
 LINK_KEYS = ["name", "a", "b", "strip_mptcp", "a_to_b", "b_to_a", "events"]
 DIRECTION_KEYS = ["bandwidth_bps", "delay_ps", "queue", "loss", "jitter_ps", "bandwidth_trace"]
-EVENT_KEYS = ["at_ps", "direction", "up", "bandwidth_bps", "delay_ps", "loss", "queue", "jitter_ps"]
+EVENT_KEYS = ["at_ps", "direction", "up", "bandwidth_bps", "delay_ps", "loss", "queue", "jitter_ps", "backup"]
 FLOW_KEYS = ["name", "transport", "client", "server", "app", "start_ps", "stop_ps", "cc", "cc_mode",
              "mss_bytes", "rcvbuf_bytes", "sndbuf_bytes", "sack", "delayed_ack", "delayed_ack_ps",
              "min_rto_ps", "initial_cwnd_pkts", "client_interfaces", "handover_after_down_ps"]  # fmt: skip
@@ -71,7 +71,7 @@ def test_asymmetric_links_gilbert_loss_and_byte_queues(tmp_path):
     assert link["b_to_a"]["loss"] == {"model": "bernoulli", "p": 0.02}
     assert link["events"] == [{"at_ps": 2 * 10**12, "direction": "both", "up": None, "bandwidth_bps": None,
                                "delay_ps": None, "loss": {"model": "bernoulli", "p": 0.1},
-                               "queue": {"packets": 10}, "jitter_ps": None}]  # fmt: skip
+                               "queue": {"packets": 10}, "jitter_ps": None, "backup": None}]  # fmt: skip
 
 
 def test_app_specs(tmp_path):

@@ -25,7 +25,10 @@ from typer.testing import CliRunner
 runner = CliRunner()
 WIFI_3G = SCENARIOS / "wifi-3g.toml"
 SHORT = {"simulation.duration": "3s"}
-MPTCP_KEYS = ["scheduler", "path_manager", "subflows", "backup_interfaces", "max_subflows", "max_add_addr_accepted"]
+MPTCP_KEYS = [
+    "scheduler", "path_manager", "subflows", "backup_interfaces", "max_subflows", "max_add_addr_accepted",
+    "add_addr_timeout_ps",
+]  # fmt: skip
 
 needs_engine = pytest.mark.skipif(importlib.util.find_spec("mpsim._core") is None, reason="engine not built")
 
@@ -93,6 +96,7 @@ def test_mptcp_flow_spec_has_the_multipath_keys_with_defaults(tmp_path):
     assert {k: flow[k] for k in MPTCP_KEYS} == {
         "scheduler": "default", "path_manager": "fullmesh", "subflows": None,
         "backup_interfaces": [], "max_subflows": None, "max_add_addr_accepted": None,
+        "add_addr_timeout_ps": 120 * 10**12,
     }  # fmt: skip
 
 
@@ -107,6 +111,7 @@ def test_mptcp_flow_spec_has_the_multipath_keys_with_defaults(tmp_path):
         ('path_manager = "default"\nscheduler = "redundant"', {"path_manager": "default", "scheduler": "redundant"}),
         ('backup_interfaces = ["3g"]', {"backup_interfaces": ["3g"]}),
         ('client_interfaces = ["3g", "wifi"]\nbackup_interfaces = ["wifi"]', {"backup_interfaces": ["wifi"]}),
+        ('add_addr_timeout = "2s"', {"add_addr_timeout_ps": 2 * 10**12}),
     ],
 )  # fmt: skip
 def test_mptcp_keys_reach_the_spec(tmp_path, keys, expected):
@@ -141,6 +146,7 @@ def test_tcp_and_udp_flows_carry_no_multipath_keys():
         ('client_interfaces = ["wifi"]\nbackup_interfaces = ["3g"]', "flow[0].backup_interfaces[0]",
          "link '3g' is not in client_interfaces"),
         ('backup_interfaces = "3g"', "flow[0].backup_interfaces", "expected an array"),
+        ('add_addr_timeout = "0s"', "flow[0].add_addr_timeout", "must be positive"),
     ],
 )  # fmt: skip
 def test_bad_mptcp_keys_name_file_line_and_key(tmp_path, extra, key, message):
@@ -154,7 +160,7 @@ def test_bad_mptcp_keys_name_file_line_and_key(tmp_path, extra, key, message):
 @pytest.mark.parametrize(
     "extra",
     ['scheduler = "default"', 'path_manager = "fullmesh"', 'backup_interfaces = ["3g"]', "max_subflows = 2",
-     "max_add_addr_accepted = 1", "subflows = 2"],
+     "max_add_addr_accepted = 1", "subflows = 2", 'add_addr_timeout = "1s"'],
 )  # fmt: skip
 def test_mptcp_keys_on_a_tcp_flow_are_refused(tmp_path, extra):
     text = TWO_PATH.replace('transport = "mptcp"', 'transport = "tcp"') + extra + "\n"
@@ -413,3 +419,30 @@ def test_mptcp_bench_cases_run_in_subprocesses():
     for name in ("mptcp-2path-1g", "mptcp-shared-bottleneck-1g"):
         row = run_case_subprocess(name, quick=True)
         assert row["case"] == name and row["events"] > 0 and row["packet_hops"] > 0
+
+
+def test_link_event_backup_reaches_the_spec_and_is_checked(tmp_path):
+    event = '\n[[link.events]]\nat = "5s"\nbackup = true\n'
+    text = TWO_PATH.replace('delay = "40ms"\n', 'delay = "40ms"\n' + event, 1)
+    spec = load_scenario(write(tmp_path, "prio.toml", text)).to_engine_spec()
+    assert [(e["at_ps"], e["backup"], e["up"]) for e in spec["links"][1]["events"]] == [(5 * 10**12, True, None)]
+    bad = write(tmp_path, "bad.toml", text.replace("backup = true", 'backup = "yes"'))
+    err = error_of(bad)
+    assert err.key == "link[1].events[0].backup", str(err)
+    assert err.line == line_of(bad.read_text(), 'backup = "yes"'), str(err)
+
+
+@needs_engine
+def test_mp_prio_keeps_data_off_a_backup_interface(tmp_path):
+    """The client makes 3g a backup interface at 2 s; the server, which sends, learns it from MP_PRIO."""
+    event = '\n[[link.events]]\nat = "2s"\nbackup = true\n'
+    text = TWO_PATH.replace('delay = "40ms"\n', 'delay = "40ms"\n' + event, 1)
+    res = run(write(tmp_path, "prio.toml", text), set={"simulation.duration": "8s"})
+    subs = res.subflows
+    server = subs[(subs["side"] == "server") & (subs["flow"] == "mp")].set_index("time_s")
+    wifi, cell = (server[server["subflow"] == i]["bytes_delivered"] for i in (0, 1))
+    assert cell.loc[2.0] > 100_000
+    # What 3g had queued drains (and repairs wifi's losses) within 2 s; then it only waits.
+    assert cell.loc[8.0] - cell.loc[4.0] == 0
+    assert wifi.loc[8.0] - wifi.loc[4.0] > 1_500_000
+    assert res.summary["flows"]["mp"]["subflows"][1]["backup"] is True

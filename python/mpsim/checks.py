@@ -41,6 +41,7 @@ TRANSPORT_KEYS = {
     "backup_interfaces": ("mptcp",),
     "max_subflows": ("mptcp",),
     "max_add_addr_accepted": ("mptcp",),
+    "add_addr_timeout": ("mptcp",),
     "variant": ("cmt",),
     "rbuf": ("cmt",),
     "handover": ("tcp",),

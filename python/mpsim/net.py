@@ -219,7 +219,7 @@ class Network:
         return f"{base}-{n}"
 
     def link_event(self, link: str, at: str | None = None, up: bool | None = None, **changes: Any) -> None:
-        """Schedule a change of a link (`up`, `bandwidth`, `delay`, `loss`, `queue`, `direction`)."""
+        """Schedule a change of a link (`up`, `bandwidth`, `delay`, `loss`, `queue`, `jitter`, `backup`, `direction`)."""
         call = _call("link_event", link)
         index = next((i for i, lk in enumerate(self._links) if lk["name"] == link), None)
         if index is None:

@@ -64,6 +64,7 @@ DEFAULT_PATH_MANAGER = "fullmesh"
 DEFAULT_NDIFFPORTS_SUBFLOWS = 2
 DEFAULT_MAX_SUBFLOWS = 2  # Linux net.mptcp endpoints limits
 DEFAULT_MAX_ADD_ADDR_ACCEPTED = 0
+DEFAULT_ADD_ADDR_TIMEOUT_PS = 120 * 10**12  # Linux net.mptcp.add_addr_timeout
 # ndiffports subflows in all, and the endpoints limits: at most 8, as the
 # Linux path manager (MPTCP_PM_ADDR_MAX); each connection has a block of 16 ports.
 MAX_MPTCP_SUBFLOWS = 8
@@ -200,11 +201,13 @@ class LinkEvent(_Model):
     loss: LossField | None = None
     queue: QueueLimit | None = None
     jitter_ps: TimePs | None = Field(None, alias="jitter")
+    # MPTCP hosts on the link make it a backup (or regular) interface and send MP_PRIO.
+    backup: StrictBool | None = None
 
     @model_validator(mode="after")
     def _changes_something(self) -> LinkEvent:
         if self.model_fields_set <= {"at_ps", "direction"}:
-            raise ValueError("event changes nothing: give up, bandwidth, delay, loss, queue or jitter")
+            raise ValueError("event changes nothing: give up, bandwidth, delay, loss, queue, jitter or backup")
         return self
 
     def to_spec(self) -> dict[str, Any]:
@@ -217,6 +220,7 @@ class LinkEvent(_Model):
             "loss": self.loss.to_spec() if self.loss is not None else None,
             "queue": dict(self.queue) if self.queue is not None else None,
             "jitter_ps": self.jitter_ps,
+            "backup": self.backup,
         }
 
 
@@ -275,6 +279,7 @@ class Flow(_Model):
     backup_interfaces: list[Name] | None = None
     max_subflows: SubflowLimit | None = None
     max_add_addr_accepted: SubflowLimit | None = None
+    add_addr_timeout_ps: PositiveTimePs | None = Field(None, alias="add_addr_timeout")
     client_interfaces: list[Name] | None = None
     mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .scenario import (
+    DEFAULT_ADD_ADDR_TIMEOUT_PS,
     DEFAULT_MAX_ADD_ADDR_ACCEPTED,
     DEFAULT_MAX_SUBFLOWS,
     DEFAULT_NDIFFPORTS_SUBFLOWS,
@@ -136,6 +137,7 @@ def mptcp_spec(flow: Flow) -> dict[str, Any]:
         "backup_interfaces": list(flow.backup_interfaces or []),
         "max_subflows": _or(flow.max_subflows, DEFAULT_MAX_SUBFLOWS) if endpoints else None,
         "max_add_addr_accepted": _or(flow.max_add_addr_accepted, DEFAULT_MAX_ADD_ADDR_ACCEPTED) if endpoints else None,
+        "add_addr_timeout_ps": _or(flow.add_addr_timeout_ps, DEFAULT_ADD_ADDR_TIMEOUT_PS),
     }
 
 

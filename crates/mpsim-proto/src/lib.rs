@@ -7,5 +7,8 @@ pub mod apps;
 pub mod mptcp;
 pub mod tcp;
 
-pub use mptcp::{LocalAddr, MptcpConfig, MptcpConnection, MptcpEvent, PathManagerKind, SchedulerKind};
+pub use mptcp::{
+    LocalAddr, MptcpConfig, MptcpConnection, MptcpEvent, PathManagerKind, SchedulerKind, ADD_ADDR_RETRANS_MAX,
+    DEFAULT_ADD_ADDR_TIMEOUT,
+};
 pub use tcp::{AppEvent, TcpConfig, TcpConnection, TcpState};

@@ -311,7 +311,11 @@ impl Simulation {
                 .ok_or_else(|| invalid(format!("{what}: backup interface '{name}' is not one of the client's interfaces")))?;
             backup_links.push(l.0);
         }
-        Ok(MptcpFlow { scheduler, path_manager, backup_links })
+        let add_addr_timeout = f.add_addr_timeout_ps.map_or(mpsim_proto::DEFAULT_ADD_ADDR_TIMEOUT, SimDuration);
+        if add_addr_timeout == SimDuration::ZERO {
+            return Err(invalid(format!("{what}: add_addr_timeout must be positive")));
+        }
+        Ok(MptcpFlow { scheduler, path_manager, backup_links, add_addr_timeout })
     }
 
     fn schedule_initial_events(&mut self, spec: &Spec) {

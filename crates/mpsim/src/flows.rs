@@ -51,6 +51,7 @@ pub(crate) struct MptcpFlow {
     pub path_manager: PathManagerKind,
     /// Links whose client interface is a backup path.
     pub backup_links: Vec<LinkId>,
+    pub add_addr_timeout: SimDuration,
 }
 
 /// One connection of a flow: its two endpoints (once they exist).
@@ -296,6 +297,7 @@ impl Simulation {
             local_addrs,
             port_base,
             seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
+            add_addr_timeout: m.add_addr_timeout,
         }
     }
 
@@ -368,6 +370,9 @@ impl Simulation {
         if let Some(up) = ev.up {
             self.notify_mptcp_interfaces(LinkId(link), up);
         }
+        if let Some(backup) = ev.backup {
+            self.notify_mptcp_priority(LinkId(link), backup);
+        }
         if ev.up == Some(false) {
             self.on_link_down(LinkId(link));
         }
@@ -432,6 +437,20 @@ impl Simulation {
             for side in 0..2 {
                 if self.topo.end(link, side) == e.host {
                     c.set_local_addr_up(self.now, mpsim_net::iface_addr(link, side), up);
+                    self.work.push(ep as u32);
+                }
+            }
+        }
+        self.drain_work();
+    }
+
+    fn notify_mptcp_priority(&mut self, link: LinkId, backup: bool) {
+        for ep in 0..self.endpoints.len() {
+            let e = &mut self.endpoints[ep];
+            let EpKind::Mptcp(c) = &mut e.kind else { continue };
+            for side in 0..2 {
+                if self.topo.end(link, side) == e.host {
+                    c.set_local_addr_backup(mpsim_net::iface_addr(link, side), backup);
                     self.work.push(ep as u32);
                 }
             }

@@ -103,6 +103,10 @@ pub struct LinkEventSpec {
     pub queue: Option<QueueSpec>,
     #[serde(default)]
     pub jitter_ps: Option<u64>,
+    /// MPTCP hosts on this link make it a backup interface (true) or a
+    /// regular one (false) and send MP_PRIO.
+    #[serde(default)]
+    pub backup: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -203,6 +207,9 @@ pub struct FlowSpec {
     /// mptcp endpoints: ADD_ADDRs accepted (kernel default 0).
     #[serde(default)]
     pub max_add_addr_accepted: Option<u8>,
+    /// mptcp: an unechoed ADD_ADDR is sent again after this (kernel default 120 s).
+    #[serde(default)]
+    pub add_addr_timeout_ps: Option<u64>,
 }
 
 fn default_cc() -> String {

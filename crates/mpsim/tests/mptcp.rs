@@ -3,7 +3,8 @@
 //! (`cargo run --release -p mpsim --example validation_mptcp`).
 
 use mpsim::multipath::{goal1, goal2, goal3};
-use mpsim::testbed::{bernoulli, download, run, TwoPath, PS_PER_MS, PS_PER_S};
+use mpsim::report_column::Column;
+use mpsim::testbed::{bernoulli, dir, download, link, no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
 use serde_json::{json, Value};
 
 #[test]
@@ -134,4 +135,84 @@ fn same_seed_same_bytes_and_another_seed_differs() {
     assert_eq!(a.traces(), b.traces());
     let (_, sc) = run(&lossy(4)).expect("spec builds");
     assert_ne!(sa["flows"].to_string(), sc["flows"].to_string());
+}
+
+/// Bytes the sender's subflow `subflow` of flow "mp" delivered between `from_s` and `to_s`.
+fn subflow_bytes_between(sim: &mpsim::Simulation, subflow: i64, from_s: f64, to_s: f64) -> i64 {
+    let traces = sim.traces();
+    let t = &traces.iter().find(|(n, _)| n == "subflows").expect("subflows table").1;
+    let col = |name: &str| t.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("column");
+    let (Column::F64(time), Column::I64(sub), Column::Str(side), Column::I64(bytes)) =
+        (col("time_s"), col("subflow"), col("side"), col("bytes_delivered"))
+    else {
+        panic!("column types");
+    };
+    let at = |x: f64| {
+        (0..time.len())
+            .filter(|&i| sub[i] == subflow && side[i] == "server" && time[i] <= x + 1e-9)
+            .max_by(|&a, &b| time[a].total_cmp(&time[b]))
+            .map_or(0, |i| bytes[i])
+    };
+    at(to_s) - at(from_s)
+}
+
+#[test]
+fn mp_prio_moves_traffic_off_an_interface_made_backup_and_back() {
+    let mut t = two_path_transfer(1, false);
+    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", download(None))];
+    t.duration_s = 30.0;
+    let mut spec = t.spec();
+    // The client makes p2 a backup interface at 10 s and a regular one at 20 s;
+    // the server, which sends, learns it only from MP_PRIO.
+    spec["links"][1]["events"] = json!([
+        {"at_ps": 10 * PS_PER_S, "backup": true},
+        {"at_ps": 20 * PS_PER_S, "backup": false},
+    ]);
+    let (sim, s) = run(&spec).expect("spec builds");
+    let before = subflow_bytes_between(&sim, 1, 2.0, 9.0);
+    let during = subflow_bytes_between(&sim, 1, 11.0, 19.0);
+    let after = subflow_bytes_between(&sim, 1, 22.0, 29.0);
+    let p1_during = subflow_bytes_between(&sim, 0, 11.0, 19.0);
+    // 10 Mbps for 7 s is 8.75 MB: each path carries most of that when regular.
+    assert!(before > 5_000_000 && after > 5_000_000, "p2 before {before}, after {after}: {s}");
+    assert!(during == 0, "p2 carried {during} bytes as a backup while p1 carried {p1_during}");
+    assert!(p1_during > 5_000_000, "{p1_during}");
+    let subs = s["flows"]["mp"]["subflows"].as_array().expect("subflows");
+    assert!(subs.iter().all(|x| x["backup"] != json!(true)), "{s}");
+}
+
+/// A client with one interface and a server with two (`w1`, `w2`) behind a router.
+fn multihomed_server(add_addr_timeout_s: Option<f64>, lose_server_to_client: (f64, f64)) -> Value {
+    let d = |ms: f64| dir(10_000_000, ms, 100, no_loss());
+    let mut links = vec![link("c", "client", "r", d(10.0), d(10.0)), link("w1", "r", "server", d(10.0), d(10.0))];
+    links.push(link("w2", "r", "server", d(10.0), d(10.0)));
+    let (from, to) = lose_server_to_client;
+    links[1]["events"] = json!([
+        {"at_ps": (from * PS_PER_S as f64) as u64, "direction": "b_to_a", "loss": bernoulli(1.0)},
+        {"at_ps": (to * PS_PER_S as f64) as u64, "direction": "b_to_a", "loss": no_loss()},
+    ]);
+    let mut f = TwoPath::mptcp_flow("mp", "lia", download(None));
+    if let Some(t) = add_addr_timeout_s {
+        f["add_addr_timeout_ps"] = json!((t * PS_PER_S as f64) as u64);
+    }
+    json!({"name": "multihomed", "seed": 1, "duration_ps": 10 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66,
+           "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
+           "links": links, "flows": [f], "record": {"interfaces": false, "subflows": false, "pcap": []}})
+}
+
+#[test]
+fn a_lost_add_addr_is_sent_again_until_echoed() {
+    let subflows = |s: &Value| s["flows"]["mp"]["subflows"].as_array().map_or(0, |a| a.len());
+    // Nothing lost: the ADD_ADDR for w2 is echoed and the client joins it.
+    let (_, s) = run(&multihomed_server(None, (20.0, 20.0))).expect("spec builds");
+    assert_eq!(subflows(&s), 2, "{s}");
+    // Everything from the server is lost while it announces w2 (the third
+    // ACK arrives at 60 ms): with Linux's 120 s timer nothing comes back in 10 s ...
+    let (_, s) = run(&multihomed_server(None, (0.05, 0.5))).expect("spec builds");
+    assert_eq!(subflows(&s), 1, "{s}");
+    // ... with a 1 s timer the ADD_ADDR goes out again and the join follows.
+    let (_, s) = run(&multihomed_server(Some(1.0), (0.05, 0.5))).expect("spec builds");
+    assert_eq!(subflows(&s), 2, "{s}");
+    assert!(s["flows"]["mp"]["bytes_delivered"].as_u64().unwrap_or(0) > 5_000_000, "{s}");
 }

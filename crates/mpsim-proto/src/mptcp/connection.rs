@@ -72,6 +72,8 @@ pub(super) struct Sub {
     pub dirty: bool,
     /// The scheduler queued data on it this round.
     pub queued: bool,
+    /// Our priority changed: an MP_PRIO with `backup` is to be sent on it.
+    pub prio_pending: bool,
 }
 
 impl Sub {
@@ -99,6 +101,7 @@ impl Sub {
             last_penalised: None,
             dirty: true,
             queued: false,
+            prio_pending: false,
         }
     }
 
@@ -144,6 +147,15 @@ pub(super) struct MetaSeg {
     /// Subflows that carried it (bit r).
     pub path_mask: u64,
     pub in_reinject_queue: bool,
+}
+
+/// An ADD_ADDR sent and not yet echoed.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Unechoed {
+    pub option: MpOption,
+    pub addr_id: u8,
+    pub due: SimTime,
+    pub retransmissions: u8,
 }
 
 /// Connection counters.
@@ -201,6 +213,8 @@ pub struct MptcpConnection {
     pub(super) remote_port: u16,
     pub(super) next_port: u16,
     pub(super) announce: VecDeque<MpOption>,
+    pub(super) unechoed: Vec<Unechoed>,
+    pub(super) addrs_announced: bool,
     pub(super) add_addr_accepted: u8,
     pub(super) rr_last: usize,
     pub(super) out: VecDeque<Packet>,
@@ -265,6 +279,8 @@ impl MptcpConnection {
             remote_port: 0,
             next_port,
             announce: VecDeque::new(),
+            unechoed: Vec::new(),
+            addrs_announced: false,
             add_addr_accepted: 0,
             rr_last: usize::MAX,
             out: VecDeque::new(),
@@ -415,6 +431,9 @@ impl MptcpConnection {
     pub fn poll_timeout(&self) -> Option<SimTime> {
         // A plain loop: the engine asks after every segment.
         let mut next = self.meta_rto_at;
+        for u in &self.unechoed {
+            next = Some(next.map_or(u.due, |n| n.min(u.due)));
+        }
         for s in self.subs.iter().filter(|s| !s.gone) {
             if let Some(t) = s.sf.poll_timeout() {
                 next = Some(next.map_or(t, |n| n.min(t)));
@@ -437,6 +456,39 @@ impl MptcpConnection {
         }
         if self.meta_rto_at.is_some_and(|t| t <= now) {
             self.on_meta_timeout(now);
+        }
+        self.on_add_addr_timeout(now);
+    }
+
+    /// ADD_ADDRs whose echo did not come in time go out again (spec 9).
+    fn on_add_addr_timeout(&mut self, now: SimTime) {
+        let mut again = Vec::new();
+        let timeout = self.cfg.add_addr_timeout;
+        self.unechoed.retain(|u| {
+            if u.due > now {
+                return true;
+            }
+            if u.retransmissions < super::ADD_ADDR_RETRANS_MAX {
+                again.push(Unechoed { retransmissions: u.retransmissions + 1, due: now + timeout, ..*u });
+            }
+            false
+        });
+        for u in again {
+            self.announce.push_back(u.option);
+            self.unechoed.push(u);
+        }
+    }
+
+    /// An ADD_ADDR left for the peer: its echo is awaited from now on.
+    pub(super) fn await_echo(&mut self, now: SimTime, option: MpOption) {
+        let MpOption::AddAddr { addr_id, echo: false, .. } = option else { return };
+        let due = now + self.cfg.add_addr_timeout;
+        match self.unechoed.iter_mut().find(|u| u.addr_id == addr_id) {
+            Some(u) => {
+                u.option = option;
+                u.due = due;
+            }
+            None => self.unechoed.push(Unechoed { option, addr_id, due, retransmissions: 0 }),
         }
     }
 
@@ -614,6 +666,9 @@ impl MptcpConnection {
             MpOption::AddAddr { addr_id, addr, port, hmac64, echo: false } => {
                 self.on_add_addr(now, addr_id, Addr(addr), port, hmac64)
             }
+            MpOption::AddAddr { addr_id, addr, echo: true, .. } => self
+                .unechoed
+                .retain(|u| !matches!(u.option, MpOption::AddAddr { addr_id: i, addr: a, .. } if i == addr_id && a == addr)),
             MpOption::RemoveAddr { ids, n } => {
                 for &id in &ids[..n as usize] {
                     self.on_remove_addr(now, id);
@@ -630,6 +685,9 @@ impl MptcpConnection {
             return; // RFC 8684: drop an ADD_ADDR whose HMAC does not verify
         }
         self.announce.push_back(MpOption::AddAddr { addr_id: id, addr: addr.0, port, hmac64: None, echo: true });
+        if self.remote_addrs.contains(&(id, addr)) {
+            return; // a retransmission: our echo was lost
+        }
         if let PathManagerKind::Endpoints { max_add_addr_accepted, .. } = self.cfg.path_manager {
             if self.add_addr_accepted >= max_add_addr_accepted {
                 return;
@@ -757,7 +815,12 @@ impl MptcpConnection {
     // ----- address management -----
 
     /// ADD_ADDR for every local address but the initial one (fullmesh, signal endpoints).
+    /// ADD_ADDR for each other local address, once per connection (later
+    /// changes go through `set_local_addr_up`).
     fn announce_local_addrs(&mut self) {
+        if std::mem::replace(&mut self.addrs_announced, true) {
+            return;
+        }
         let announces = match self.cfg.path_manager {
             PathManagerKind::Fullmesh => true,
             PathManagerKind::Endpoints { .. } => !self.is_client,
@@ -866,6 +929,21 @@ impl MptcpConnection {
     }
 
     /// The host's interface with address `addr` went down or came up.
+    /// The interface with address `addr` becomes a backup one (or a
+    /// regular one again): its subflows change priority and tell the peer
+    /// with MP_PRIO (spec 3.6, 9), as Linux does on
+    /// `ip link set dev X multipath backup`.
+    pub fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
+        self.quiet = false;
+        if let Some(a) = self.cfg.local_addrs.iter_mut().find(|a| a.addr == addr) {
+            a.backup = backup;
+        }
+        for s in self.subs.iter_mut().filter(|s| !s.gone && s.local() == addr && s.backup != backup) {
+            s.backup = backup;
+            s.prio_pending = true;
+        }
+    }
+
     pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
         self.quiet = false;
         self.subs.iter_mut().for_each(|s| s.dirty = true);
@@ -881,6 +959,7 @@ impl MptcpConnection {
             MpOption::AddAddr { addr_id, echo: false, .. } => addr_id != a.id,
             _ => true,
         });
+        self.unechoed.retain(|u| u.addr_id != a.id);
         if up {
             let announces = matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client;
             if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) && announces {

@@ -11,7 +11,7 @@ mod send;
 pub use connection::{MptcpConnection, MptcpStats, SubflowInfo};
 
 use crate::tcp::TcpConfig;
-use mpsim_core::Addr;
+use mpsim_core::{Addr, SimDuration};
 
 /// Which subflow carries the next segment (spec section 11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -68,7 +68,16 @@ pub struct MptcpConfig {
     pub port_base: u16,
     /// Seed of this connection's keys and nonces.
     pub seed: u64,
+    /// An ADD_ADDR not echoed within this time is sent again, at most
+    /// `ADD_ADDR_RETRANS_MAX` times (Linux `net.mptcp.add_addr_timeout`).
+    pub add_addr_timeout: SimDuration,
 }
+
+/// Retransmissions of an unechoed ADD_ADDR (Linux `ADD_ADDR_RETRANS_MAX`).
+pub const ADD_ADDR_RETRANS_MAX: u8 = 3;
+
+/// Linux's default `add_addr_timeout`.
+pub const DEFAULT_ADD_ADDR_TIMEOUT: SimDuration = SimDuration::from_secs(120);
 
 /// What the engine must learn from an MPTCP endpoint.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

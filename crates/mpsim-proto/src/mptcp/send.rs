@@ -87,6 +87,7 @@ impl MptcpConnection {
             self.push_queued(now);
             self.maybe_send_data_fin(now);
             self.send_announcements(now);
+            self.send_priorities(now);
             self.maybe_close_subflows();
         }
         self.arm_meta_timer(now);
@@ -401,6 +402,27 @@ impl MptcpConnection {
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
             self.emit(p);
             self.announce.pop_front();
+            self.await_echo(now, option);
+        }
+    }
+
+    /// MP_PRIO on each subflow whose priority changed, on a pure ACK of
+    /// its own (Linux does not retransmit it).
+    fn send_priorities(&mut self, now: SimTime) {
+        if self.state != MpState::Established {
+            return;
+        }
+        for r in 0..self.subs.len() {
+            let s = &self.subs[r];
+            if !s.prio_pending || !s.ready || s.gone {
+                continue;
+            }
+            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
+            let dss = self.dss_for(r, &p);
+            let option = MpOption::MpPrio { backup: self.subs[r].backup };
+            self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
+            self.emit(p);
+            self.subs[r].prio_pending = false;
         }
     }
 

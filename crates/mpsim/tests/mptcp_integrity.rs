@@ -15,6 +15,8 @@ struct Case {
     loss: [Value; 2],
     jitter_ms: f64,
     outage: Option<(usize, f64, f64)>,
+    /// A link made backup (MP_PRIO) at a time, and regular again later.
+    priority: Option<(usize, f64, f64)>,
     backup_p2: bool,
     size_bytes: u64,
 }
@@ -37,16 +39,18 @@ fn case() -> impl Strategy<Value = Case> {
         [loss(), loss()],
         prop_oneof![Just(0.0), 0.0f64..5.0],
         proptest::option::of((0usize..2, 0.5f64..5.0, 0.5f64..5.0)),
+        proptest::option::of((0usize..2, 0.1f64..3.0, 0.1f64..3.0)),
         any::<bool>(),
         50_000u64..4_000_000,
     )
-        .prop_map(|(scheduler, path_manager, cc, loss, jitter_ms, outage, backup_p2, size_bytes)| Case {
+        .prop_map(|(scheduler, path_manager, cc, loss, jitter_ms, outage, priority, backup_p2, size_bytes)| Case {
             scheduler,
             path_manager,
             cc,
             loss,
             jitter_ms,
             outage,
+            priority,
             backup_p2,
             size_bytes,
         })
@@ -72,11 +76,19 @@ fn spec(c: &Case, seed: u64) -> Value {
             s["links"][l][d]["loss"] = c.loss[l].clone();
         }
     }
+    let ps = |t: f64| (t * PS_PER_S as f64) as u64;
+    let mut events: Vec<Vec<Value>> = vec![vec![], vec![]];
     if let Some((l, at, dur)) = c.outage {
-        s["links"][l]["events"] = json!([
-            {"at_ps": (at * PS_PER_S as f64) as u64, "up": false},
-            {"at_ps": ((at + dur) * PS_PER_S as f64) as u64, "up": true},
-        ]);
+        events[l].push(json!({"at_ps": ps(at), "up": false}));
+        events[l].push(json!({"at_ps": ps(at + dur), "up": true}));
+    }
+    if let Some((l, at, dur)) = c.priority {
+        events[l].push(json!({"at_ps": ps(at), "backup": true}));
+        events[l].push(json!({"at_ps": ps(at + dur), "backup": false}));
+    }
+    for (l, mut ev) in events.into_iter().enumerate() {
+        ev.sort_by_key(|e| e["at_ps"].as_u64());
+        s["links"][l]["events"] = json!(ev);
     }
     s
 }
@@ -104,6 +116,7 @@ fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
                 loss: [no_loss(), no_loss()],
                 jitter_ms: 0.0,
                 outage: None,
+                priority: None,
                 backup_p2: false,
                 size_bytes: 3_000_000,
             };

@@ -215,6 +215,12 @@ pub struct MptcpConnection {
     pub(super) announce: VecDeque<MpOption>,
     pub(super) unechoed: Vec<Unechoed>,
     pub(super) addrs_announced: bool,
+    /// Some subflow has `queued` set.
+    pub(super) any_queued: bool,
+    /// Some subflow has `prio_pending` set.
+    pub(super) any_prio_pending: bool,
+    /// Subflow of the last segment received (most segments follow it).
+    pub(super) last_rx_sub: usize,
     pub(super) add_addr_accepted: u8,
     pub(super) rr_last: usize,
     pub(super) out: VecDeque<Packet>,
@@ -281,6 +287,9 @@ impl MptcpConnection {
             announce: VecDeque::new(),
             unechoed: Vec::new(),
             addrs_announced: false,
+            any_queued: false,
+            any_prio_pending: false,
+            last_rx_sub: 0,
             add_addr_accepted: 0,
             rr_last: usize::MAX,
             out: VecDeque::new(),
@@ -536,7 +545,9 @@ impl MptcpConnection {
             return true;
         }
         let opts = pkt.ext.mptcp();
-        if !self.before_subflow(now, r, pkt, opts) {
+        // Past the handshake of this subflow no arm of `before_subflow` applies.
+        let handshake_over = self.subs[r].ready && self.state != MpState::Handshake && !pkt.flags.has(TcpFlags::SYN);
+        if !handshake_over && !self.before_subflow(now, r, pkt, opts) {
             return true;
         }
         let sub = &mut self.subs[r];
@@ -552,10 +563,16 @@ impl MptcpConnection {
         true
     }
 
-    fn subflow_of(&self, pkt: &Packet) -> Option<usize> {
-        self.subs.iter().position(|s| {
+    fn subflow_of(&mut self, pkt: &Packet) -> Option<usize> {
+        let matches = |s: &Sub| {
             s.sf.local == pkt.dst && s.sf.local_port == pkt.dport && s.sf.remote == pkt.src && s.sf.remote_port == pkt.sport
-        })
+        };
+        if self.subs.get(self.last_rx_sub).is_some_and(matches) {
+            return Some(self.last_rx_sub);
+        }
+        let r = self.subs.iter().position(matches)?;
+        self.last_rx_sub = r;
+        Some(r)
     }
 
     /// Handshake options, checked before the subflow sees the segment.
@@ -941,6 +958,7 @@ impl MptcpConnection {
         for s in self.subs.iter_mut().filter(|s| !s.gone && s.local() == addr && s.backup != backup) {
             s.backup = backup;
             s.prio_pending = true;
+            self.any_prio_pending = true;
         }
     }
 

@@ -38,6 +38,17 @@ impl MptcpConnection {
         let (start, end) = (sub.rx_seen, sub.rx_seen + bytes);
         sub.rx_seen = end;
         sub.rx_bytes += bytes;
+        // The common case: the bytes are exactly the oldest mapping.
+        if self.state != MpState::Fallback {
+            if let Some(&(ssn, dsn, len)) = sub.rx_map.front() {
+                if ssn == start && ssn + len as u64 == end {
+                    sub.rx_map.pop_front();
+                    self.deliver_range(dsn, dsn + len as u64);
+                    self.check_peer_data_fin();
+                    return;
+                }
+            }
+        }
         let mut ranges = std::mem::take(&mut self.scratch_ranges);
         ranges.clear();
         if self.state == MpState::Fallback {
@@ -55,13 +66,19 @@ impl MptcpConnection {
             }
         }
         for &(s, e) in &ranges {
-            let out = self.rcv.on_data(s, e);
-            if out.delivered > 0 {
-                self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
-            }
+            self.deliver_range(s, e);
         }
         self.scratch_ranges = ranges;
         self.check_peer_data_fin();
+    }
+
+    /// Connection bytes `[start, end)` arrived: reassemble, and tell the
+    /// application what became in order.
+    fn deliver_range(&mut self, start: u64, end: u64) {
+        let out = self.rcv.on_data(start, end);
+        if out.delivered > 0 {
+            self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
+        }
     }
 
     fn check_peer_data_fin(&mut self) {

@@ -82,12 +82,20 @@ impl MptcpConnection {
                     self.schedule_reinjections();
                     self.schedule_redundant();
                 }
+                // Nothing to reinject and no new data: `schedule` would find no segment.
+                _ if self.reinject.is_empty() && self.data_nxt >= self.app_end => {}
                 _ => self.schedule(now),
             }
-            self.push_queued(now);
+            if std::mem::take(&mut self.any_queued) {
+                self.push_queued(now);
+            }
             self.maybe_send_data_fin(now);
-            self.send_announcements(now);
-            self.send_priorities(now);
+            if !self.announce.is_empty() {
+                self.send_announcements(now);
+            }
+            if self.any_prio_pending {
+                self.send_priorities(now);
+            }
             self.maybe_close_subflows();
         }
         self.arm_meta_timer(now);
@@ -232,6 +240,7 @@ impl MptcpConnection {
         sub.tx_map.push_back(TxMap { ssn: sub.sf.write_seq(), dsn: seg.dsn, len: seg.len });
         sub.sf.send_segment(seg.len as u64);
         sub.queued = true;
+        self.any_queued = true;
     }
 
     /// Linux's opportunistic retransmission and penalisation (spec 11.1),
@@ -412,12 +421,20 @@ impl MptcpConnection {
         if self.state != MpState::Established {
             return;
         }
+        self.any_prio_pending = false;
         for r in 0..self.subs.len() {
             let s = &self.subs[r];
-            if !s.prio_pending || !s.ready || s.gone {
+            if !s.prio_pending || s.gone {
                 continue;
             }
-            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
+            if !s.ready {
+                self.any_prio_pending = true; // once it is
+                continue;
+            }
+            let Some(mut p) = self.subs[r].sf.control_packet(now) else {
+                self.any_prio_pending = true;
+                continue;
+            };
             let dss = self.dss_for(r, &p);
             let option = MpOption::MpPrio { backup: self.subs[r].backup };
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });

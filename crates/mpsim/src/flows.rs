@@ -298,6 +298,7 @@ impl Simulation {
             port_base,
             seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
             add_addr_timeout: m.add_addr_timeout,
+            sndbuf_bytes: f.spec.sndbuf_bytes,
         }
     }
 

@@ -216,3 +216,23 @@ fn a_lost_add_addr_is_sent_again_until_echoed() {
     assert_eq!(subflows(&s), 2, "{s}");
     assert!(s["flows"]["mp"]["bytes_delivered"].as_u64().unwrap_or(0) > 5_000_000, "{s}");
 }
+
+#[test]
+fn a_small_send_buffer_limits_what_is_in_flight() {
+    let goodput = |sndbuf: Option<u64>| {
+        let mut t = two_path_transfer(20_000_000, false);
+        t.duration_s = 60.0;
+        if let Some(b) = sndbuf {
+            t.flows[0]["sndbuf_bytes"] = json!(b);
+        }
+        let (_, s) = run(&t.spec()).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        assert_eq!(f["bytes_delivered"].as_u64(), Some(20_000_000), "{f}");
+        let secs = f["completion_time_s"].as_f64().expect("completes");
+        20_000_000.0 * 8.0 / secs
+    };
+    let (unlimited, big, small) = (goodput(None), goodput(Some(1 << 20)), goodput(Some(32 << 10)));
+    // 32 KiB is less than one path's bandwidth-delay product (10 Mbps x 60 ms = 75 KB).
+    assert!(small < 0.6 * unlimited, "32 KiB: {small} bps, unlimited: {unlimited} bps");
+    assert!(big > 0.9 * unlimited, "1 MiB: {big} bps, unlimited: {unlimited} bps");
+}

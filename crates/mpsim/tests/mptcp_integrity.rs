@@ -17,6 +17,7 @@ struct Case {
     outage: Option<(usize, f64, f64)>,
     /// A link made backup (MP_PRIO) at a time, and regular again later.
     priority: Option<(usize, f64, f64)>,
+    sndbuf_bytes: Option<u64>,
     backup_p2: bool,
     size_bytes: u64,
 }
@@ -40,19 +41,12 @@ fn case() -> impl Strategy<Value = Case> {
         prop_oneof![Just(0.0), 0.0f64..5.0],
         proptest::option::of((0usize..2, 0.5f64..5.0, 0.5f64..5.0)),
         proptest::option::of((0usize..2, 0.1f64..3.0, 0.1f64..3.0)),
+        proptest::option::of(8_000u64..512_000),
         any::<bool>(),
         50_000u64..4_000_000,
     )
-        .prop_map(|(scheduler, path_manager, cc, loss, jitter_ms, outage, priority, backup_p2, size_bytes)| Case {
-            scheduler,
-            path_manager,
-            cc,
-            loss,
-            jitter_ms,
-            outage,
-            priority,
-            backup_p2,
-            size_bytes,
+        .prop_map(|(scheduler, path_manager, cc, loss, jitter_ms, outage, priority, sndbuf_bytes, backup_p2, size_bytes)| {
+            Case { scheduler, path_manager, cc, loss, jitter_ms, outage, priority, sndbuf_bytes, backup_p2, size_bytes }
         })
 }
 
@@ -67,6 +61,7 @@ fn spec(c: &Case, seed: u64) -> Value {
     if c.backup_p2 {
         f["backup_interfaces"] = json!(["p2"]);
     }
+    f["sndbuf_bytes"] = json!(c.sndbuf_bytes);
     t.flows = vec![f];
     let mut s = t.spec();
     for l in 0..2 {
@@ -117,6 +112,7 @@ fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
                 jitter_ms: 0.0,
                 outage: None,
                 priority: None,
+                sndbuf_bytes: None,
                 backup_p2: false,
                 size_bytes: 3_000_000,
             };

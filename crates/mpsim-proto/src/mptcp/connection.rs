@@ -381,6 +381,13 @@ impl MptcpConnection {
         )
     }
 
+    /// End of the new data that may be sent now: the peer's connection-level
+    /// window, and the room in the send buffer (spec 7, 11.1).
+    pub(super) fn send_limit(&self) -> u64 {
+        let buffer_end = self.cfg.sndbuf_bytes.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
+        self.snd_wnd_right.min(buffer_end)
+    }
+
     pub fn is_fallback(&self) -> bool {
         self.state == MpState::Fallback
     }

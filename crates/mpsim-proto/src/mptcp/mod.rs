@@ -71,6 +71,9 @@ pub struct MptcpConfig {
     /// An ADD_ADDR not echoed within this time is sent again, at most
     /// `ADD_ADDR_RETRANS_MAX` times (Linux `net.mptcp.add_addr_timeout`).
     pub add_addr_timeout: SimDuration,
+    /// Connection-level send buffer: written data stays in it until
+    /// DATA_ACKed, and new data enters only while it has room. None: unlimited.
+    pub sndbuf_bytes: Option<u64>,
 }
 
 /// Retransmissions of an unechoed ADD_ADDR (Linux `ADD_ADDR_RETRANS_MAX`).

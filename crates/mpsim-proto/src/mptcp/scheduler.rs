@@ -24,7 +24,7 @@ impl MptcpConnection {
 
     /// The subflow for `seg`, or None to wait.
     pub(super) fn pick(&mut self, seg: &NextSeg) -> Option<usize> {
-        if seg.reinject.is_none() && seg.dsn + seg.len as u64 > self.snd_wnd_right {
+        if seg.reinject.is_none() && seg.dsn + seg.len as u64 > self.send_limit() {
             return None;
         }
         self.pick_ignoring_window(seg)
@@ -126,6 +126,6 @@ impl MptcpConnection {
         }
         let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
         let seg = NextSeg { dsn: self.data_nxt, len, reinject: None };
-        (seg.dsn + len as u64 <= self.snd_wnd_right).then_some(seg)
+        (seg.dsn + len as u64 <= self.send_limit()).then_some(seg)
     }
 }

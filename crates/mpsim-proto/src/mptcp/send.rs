@@ -150,7 +150,7 @@ impl MptcpConnection {
                     self.keep_scheduling_on(r);
                 }
                 None => {
-                    if seg.reinject.is_none() && self.window_blocked(&seg) {
+                    if seg.reinject.is_none() && self.send_blocked(&seg) {
                         self.opportunistic_retransmit(now);
                     }
                     break;
@@ -167,8 +167,7 @@ impl MptcpConnection {
             return;
         }
         while let Some(seg) = self.next_segment() {
-            if seg.reinject.is_some() || self.window_blocked(&seg) || !self.subs[r].sf.has_send_room(&self.cc[r], seg.len as u64)
-            {
+            if seg.reinject.is_some() || self.send_blocked(&seg) || !self.subs[r].sf.has_send_room(&self.cc[r], seg.len as u64) {
                 return;
             }
             self.transmit_on(r, seg);
@@ -215,8 +214,8 @@ impl MptcpConnection {
         self.subs.iter().enumerate().any(|(r, s)| s.ready && !s.gone && mask & (1u64 << (r % 64)) == 0)
     }
 
-    fn window_blocked(&self, seg: &NextSeg) -> bool {
-        seg.dsn + seg.len as u64 > self.snd_wnd_right
+    fn send_blocked(&self, seg: &NextSeg) -> bool {
+        seg.dsn + seg.len as u64 > self.send_limit()
     }
 
     /// Queues `seg` on subflow `r`; `push_queued` sends it.

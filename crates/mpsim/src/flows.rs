@@ -220,7 +220,10 @@ impl Simulation {
         let (server_addr, server_port, client) = (f.server_addr, f.server_port, f.client);
         let kind = match &f.mptcp {
             None => match TcpConnection::connect(f.tcp, &f.spec.cc, (addr, port), (server_addr, server_port)) {
-                Ok(c) => EpKind::Tcp(Box::new(c)),
+                Ok(mut c) => {
+                    c.set_sndbuf(f.spec.sndbuf_bytes);
+                    EpKind::Tcp(Box::new(c))
+                }
                 Err(_) => return, // the controller name was checked when the world was built
             },
             Some(m) => {
@@ -310,7 +313,10 @@ impl Simulation {
         let f = &self.flows[flow as usize];
         let kind = match &f.mptcp {
             None => match TcpConnection::accept(f.tcp, &f.spec.cc, syn) {
-                Ok(c) => EpKind::Tcp(Box::new(c)),
+                Ok(mut c) => {
+                    c.set_sndbuf(f.spec.sndbuf_bytes);
+                    EpKind::Tcp(Box::new(c))
+                }
                 Err(_) => return,
             },
             Some(m) => {

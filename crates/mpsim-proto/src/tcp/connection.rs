@@ -10,14 +10,23 @@ pub struct TcpConnection {
     pub sf: Subflow,
     cc: [SubflowCc; 1],
     ctrl: Controller,
+    /// Send buffer: written bytes stay in it until acknowledged. None: unlimited.
+    sndbuf_bytes: Option<u64>,
+    /// Bytes written by the application that wait for room in the send buffer.
+    waiting_bytes: u64,
+    /// `close` came while bytes were waiting: FIN follows the last of them.
+    close_when_written: bool,
 }
+
+/// "Without end" for `waiting_bytes`.
+const UNLIMITED: u64 = u64::MAX;
 
 impl TcpConnection {
     fn with(sf: Subflow, cfg: &TcpConfig, cc_name: &str) -> Result<Self, CcError> {
         let mut ctrl = Controller::new(cc_name, cfg.cc_mode)?;
         ctrl.on_subflow_added(0);
         let cc = [SubflowCc::new(cfg.initial_cwnd_pkts as f64, cfg.mss_bytes)];
-        Ok(TcpConnection { sf, cc, ctrl })
+        Ok(TcpConnection { sf, cc, ctrl, sndbuf_bytes: None, waiting_bytes: 0, close_when_written: false })
     }
 
     /// Active open from `local` to `remote` with controller `cc_name`.
@@ -34,14 +43,36 @@ impl TcpConnection {
         (&mut self.sf, CcCtx { subs: &mut self.cc, r: 0, ctrl: &mut self.ctrl })
     }
 
+    /// A finite send buffer (Linux `SO_SNDBUF`, counted in payload bytes).
+    pub fn set_sndbuf(&mut self, bytes: Option<u64>) {
+        self.sndbuf_bytes = bytes;
+    }
+
     pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) {
         let (sf, mut cx) = self.ctx();
         sf.handle_segment(now, pkt, &mut cx);
+        self.fill_send_buffer();
     }
 
     pub fn handle_timeout(&mut self, now: SimTime) {
         let (sf, mut cx) = self.ctx();
         sf.handle_timeout(now, &mut cx);
+    }
+
+    /// Moves waiting bytes into the room acknowledgements freed.
+    fn fill_send_buffer(&mut self) {
+        let Some(buf) = self.sndbuf_bytes else { return };
+        let buffer_end = self.sf.snd_una.max(1).saturating_add(buf);
+        let n = buffer_end.saturating_sub(self.sf.write_seq()).min(self.waiting_bytes);
+        if n > 0 {
+            self.sf.send(n);
+            if self.waiting_bytes != UNLIMITED {
+                self.waiting_bytes -= n;
+            }
+        }
+        if self.waiting_bytes == 0 && std::mem::take(&mut self.close_when_written) {
+            self.sf.close();
+        }
     }
 
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
@@ -64,19 +95,34 @@ impl TcpConnection {
     }
 
     pub fn send(&mut self, bytes: u64) {
-        self.sf.send(bytes);
+        if self.sndbuf_bytes.is_none() {
+            self.sf.send(bytes);
+            return;
+        }
+        self.waiting_bytes = self.waiting_bytes.saturating_add(bytes);
+        self.fill_send_buffer();
     }
 
     pub fn send_unlimited(&mut self) {
-        self.sf.send_unlimited();
+        if self.sndbuf_bytes.is_none() {
+            self.sf.send_unlimited();
+            return;
+        }
+        self.waiting_bytes = UNLIMITED;
+        self.fill_send_buffer();
     }
 
     pub fn pause(&mut self) {
+        self.waiting_bytes = 0;
         self.sf.pause();
     }
 
     pub fn close(&mut self) {
-        self.sf.close();
+        if self.waiting_bytes > 0 {
+            self.close_when_written = true;
+        } else {
+            self.sf.close();
+        }
     }
 
     /// Congestion state of the (only) subflow.

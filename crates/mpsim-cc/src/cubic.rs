@@ -9,10 +9,13 @@
 //! state reset on entering `Loss`, and delay samples ignored for 1 s after
 //! an epoch starts. Jiffies are modelled at HZ = 1000.
 //!
-//! HyStart / HyStart++ is not modelled in either mode: slow start is the
-//! standard one of spec 1.5 (the spec makes HyStart++ optional).
+//! Linux mode also runs HyStart as `tcp_cubic.c` does (ACK train and delay
+//! increase, from a window of 16, driven by the RTT-sample hook like
+//! `cubictcp_acked`); it ends slow start by setting ssthresh to cwnd.
+//! Reference mode keeps the standard slow start of spec 1.5 (the spec
+//! makes HyStart++ optional).
 
-use mpsim_core::time::PS_PER_MS;
+use mpsim_core::time::{PS_PER_MS, PS_PER_US};
 use mpsim_core::{SimDuration, SimTime};
 
 use crate::common::{linux_acked, linux_reno_ca, reset_slot, slot, slow_start};
@@ -44,6 +47,16 @@ const LX_CUBE_RTT_SCALE: u64 = 41 * 10;
 const LX_CUBE_FACTOR: u64 = (1 << (10 + 3 * LX_BICTCP_HZ)) / LX_CUBE_RTT_SCALE;
 /// `beta_scale = 8·(1024 + β)/3/(1024 − β)` (= 15).
 const LX_RENO_BETA_SCALE: u32 = (8 * (1024 + 717) / 3 / (1024 - 717)) as u32;
+
+/// `hystart_low_window`: HyStart detects nothing below this window, packets.
+const HYSTART_LOW_WINDOW_PKTS: f64 = 16.0;
+/// `hystart_ack_delta_us`: ACKs at most this far apart extend a train, µs.
+const HYSTART_ACK_DELTA_US: u64 = 2000;
+/// `HYSTART_MIN_SAMPLES`: delay samples a round takes before its delay test.
+const HYSTART_MIN_SAMPLES: u8 = 8;
+/// Bounds of the delay-increase threshold (`HYSTART_DELAY_THRESH`), µs.
+const HYSTART_DELAY_MIN_US: u32 = 4000;
+const HYSTART_DELAY_MAX_US: u32 = 16_000;
 
 /// RFC 9438 per-subflow state.
 #[derive(Clone, Copy, Debug, Default)]
@@ -81,12 +94,32 @@ struct LinuxState {
     tcp_cwnd: u32,
 }
 
+/// HyStart fields of `struct bictcp` (linux mode).
+#[derive(Clone, Copy, Debug, Default)]
+struct Hystart {
+    /// The exit point was found; HyStart stays off until the next `Loss`.
+    found: bool,
+    /// Start of the current round, µs.
+    round_start_us: u64,
+    /// The round ends when `snd_una` passes this byte; `None` before the first round.
+    end_seq: Option<u64>,
+    /// Last ACK of the current ACK train, µs.
+    last_ack_us: u64,
+    /// Minimum RTT sample of the current round, µs.
+    curr_rtt_us: u32,
+    /// Delay samples taken this round, up to `HYSTART_MIN_SAMPLES`.
+    sample_cnt: u8,
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 struct CubicSubflow {
     rfc: RfcState,
     lx: LinuxState,
+    hy: Hystart,
     /// Time of the last ACK, to measure idle periods.
     last_ack: Option<SimTime>,
+    /// Latest time a hook reported, µs (Linux `tcp_mstamp`).
+    clock_us: u64,
 }
 
 pub struct Cubic {
@@ -150,6 +183,10 @@ impl RfcState {
 
 fn jiffies(now: SimTime) -> u64 {
     now.as_ps() / PS_PER_MS
+}
+
+fn micros(now: SimTime) -> u64 {
+    now.as_ps() / PS_PER_US
 }
 
 impl LinuxState {
@@ -228,13 +265,92 @@ impl LinuxState {
 
     /// `cubictcp_acked`: keeps the minimum delay, except right after an
     /// epoch started (samples there may still carry recovery's queue).
-    fn on_rtt_sample(&mut self, rtt: SimDuration, now_j: u64) {
+    /// Returns the delay in µs when the sample counts.
+    fn on_rtt_sample(&mut self, rtt: SimDuration, now_j: u64) -> Option<u32> {
         if self.epoch_start.is_some_and(|e| now_j.saturating_sub(e) < LX_HZ) {
-            return;
+            return None;
         }
         let delay = u32::try_from(rtt.as_micros()).unwrap_or(u32::MAX).max(1);
         if self.delay_min_us == 0 || self.delay_min_us > delay {
             self.delay_min_us = delay;
+        }
+        Some(delay)
+    }
+}
+
+impl Hystart {
+    /// `bictcp_hystart_reset`: a round lasts until the data sent so far is
+    /// acknowledged.
+    fn start_round(&mut self, now_us: u64, snd_nxt: u64) {
+        self.round_start_us = now_us;
+        self.last_ack_us = now_us;
+        self.end_seq = Some(snd_nxt);
+        self.curr_rtt_us = u32::MAX;
+        self.sample_cnt = 0;
+    }
+
+    /// `hystart_update` for one counted delay sample in slow start. On
+    /// detection slow start ends at the current window.
+    fn on_sample(&mut self, s: &mut SubflowCc, delay_us: u32, delay_min_us: u32, now_us: u64) {
+        if self.end_seq.is_none_or(|e| s.snd_una > e) {
+            self.start_round(now_us, s.snd_nxt);
+        }
+        // Rounds advance below the low window too (current kernels), so the
+        // round under way when cwnd reaches 16 is already partly spent.
+        if s.cwnd_pkts < HYSTART_LOW_WINDOW_PKTS {
+            return;
+        }
+        let train = self.ack_train_too_long(delay_min_us, now_us);
+        let delay = self.delay_increased(delay_us, delay_min_us);
+        if train || delay {
+            self.found = true;
+            s.ssthresh_pkts = s.cwnd_pkts;
+        }
+    }
+
+    /// ACKs arriving back to back for longer than half the minimum RTT mean
+    /// the window already fills the pipe. Linux halves the threshold when
+    /// not pacing; its `hystart_ack_delay` cushion is 0 here, as no pacing
+    /// rate is modelled.
+    fn ack_train_too_long(&mut self, delay_min_us: u32, now_us: u64) -> bool {
+        if now_us.saturating_sub(self.last_ack_us) > HYSTART_ACK_DELTA_US {
+            return false;
+        }
+        self.last_ack_us = now_us;
+        now_us.saturating_sub(self.round_start_us) > u64::from(delay_min_us >> 1)
+    }
+
+    /// Even the smallest RTT of the round is well above `delay_min`: a queue
+    /// is building. The round's minimum counts only once it spans more than
+    /// `HYSTART_MIN_SAMPLES` samples.
+    fn delay_increased(&mut self, delay_us: u32, delay_min_us: u32) -> bool {
+        self.curr_rtt_us = self.curr_rtt_us.min(delay_us);
+        if self.sample_cnt < HYSTART_MIN_SAMPLES {
+            self.sample_cnt += 1;
+            return false;
+        }
+        self.curr_rtt_us > delay_min_us.saturating_add(hystart_delay_thresh_us(delay_min_us))
+    }
+}
+
+/// `HYSTART_DELAY_THRESH(delay_min >> 3)`: an eighth of the minimum RTT,
+/// kept within 4–16 ms, µs.
+fn hystart_delay_thresh_us(delay_min_us: u32) -> u32 {
+    (delay_min_us >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US)
+}
+
+impl CubicSubflow {
+    /// `cubictcp_state(Loss)`: CUBIC forgets everything and HyStart looks
+    /// for an exit again, from a round that ends at the current `snd_nxt`.
+    fn reset_linux(&mut self, snd_nxt: Option<u64>) {
+        self.lx = LinuxState::default();
+        self.hy = Hystart::default();
+        // The state hooks carry no clock, so the round starts at the last
+        // time seen rather than at the timeout. The next ACK comes at least
+        // one RTT after either, so above a 2 ms RTT neither lets it extend
+        // an ACK train and the two starts behave alike.
+        if let Some(n) = snd_nxt {
+            self.hy.start_round(self.clock_us, n);
         }
     }
 }
@@ -273,6 +389,7 @@ impl CongestionController for Cubic {
         let Some(s) = subflows.get_mut(r) else { return };
         let st = slot(&mut self.subs, r);
         st.last_ack = Some(ack.now);
+        st.clock_us = micros(ack.now);
         let mut acked = ack.acked_pkts;
         if s.in_slow_start() {
             acked = slow_start(s, acked, self.mode);
@@ -299,31 +416,42 @@ impl CongestionController for Cubic {
         }
     }
 
-    fn on_rto(&mut self, _subflows: &mut [SubflowCc], r: usize) {
+    fn on_rto(&mut self, subflows: &mut [SubflowCc], r: usize) {
+        let snd_nxt = subflows.get(r).map(|s| s.snd_nxt);
         let st = slot(&mut self.subs, r);
         match self.mode {
             // The epoch restarts when congestion avoidance resumes.
             CcMode::Reference => st.rfc.t_epoch = None,
-            // Entering Loss resets the whole state, W_max included.
-            CcMode::Linux => st.lx = LinuxState::default(),
+            // Entering Loss resets the whole state, W_max and HyStart
+            // included; repeated timeouts stay in Loss, so reset here too.
+            CcMode::Linux => st.reset_linux(snd_nxt),
         }
     }
 
-    fn on_state_change(&mut self, _subflows: &mut [SubflowCc], r: usize, new: CaState) {
+    fn on_state_change(&mut self, subflows: &mut [SubflowCc], r: usize, new: CaState) {
         if self.mode == CcMode::Linux && new == CaState::Loss {
-            slot(&mut self.subs, r).lx = LinuxState::default();
+            let snd_nxt = subflows.get(r).map(|s| s.snd_nxt);
+            slot(&mut self.subs, r).reset_linux(snd_nxt);
         }
     }
 
-    fn on_rtt_sample(&mut self, _subflows: &[SubflowCc], r: usize, rtt: SimDuration, now: SimTime) {
-        if self.mode == CcMode::Linux {
-            slot(&mut self.subs, r).lx.on_rtt_sample(rtt, jiffies(now));
+    fn on_rtt_sample(&mut self, subflows: &mut [SubflowCc], r: usize, rtt: SimDuration, now: SimTime) {
+        if self.mode != CcMode::Linux {
+            return;
+        }
+        let st = slot(&mut self.subs, r);
+        st.clock_us = micros(now);
+        let Some(delay_us) = st.lx.on_rtt_sample(rtt, jiffies(now)) else { return };
+        // Until it finds an exit, HyStart watches every sample in slow start.
+        if let Some(s) = subflows.get_mut(r).filter(|s| !st.hy.found && s.in_slow_start()) {
+            st.hy.on_sample(s, delay_us, st.lx.delay_min_us, st.clock_us);
         }
     }
 
     fn on_idle_restart(&mut self, _subflows: &mut [SubflowCc], r: usize, now: SimTime) {
         // Shift the epoch by the idle time so growth stays on the curve.
         let st = slot(&mut self.subs, r);
+        st.clock_us = micros(now);
         let idle = st.last_ack.map_or(SimDuration::ZERO, |t| now.saturating_since(t));
         if let Some(t) = st.rfc.t_epoch.as_mut() {
             *t = (*t + idle).min(now);
@@ -341,12 +469,47 @@ impl CongestionController for Cubic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_support::{ack_at, ca_subflow, close, cwnd_trace};
+    use crate::test_support::{ack_at, ca_subflow, close, cwnd_trace, MSS_BYTES};
+    use crate::INFINITE_SSTHRESH_PKTS;
 
     const T0: SimTime = SimTime(10 * mpsim_core::time::PS_PER_S);
 
     fn after_ms(ms: u64) -> SimTime {
         T0 + SimDuration::from_millis(ms)
+    }
+
+    /// A subflow in initial slow start with one window sent.
+    fn slow_start_subflow(cwnd_pkts: f64) -> [SubflowCc; 1] {
+        let mut s = ca_subflow(cwnd_pkts, 100);
+        s.ssthresh_pkts = INFINITE_SSTHRESH_PKTS;
+        s.snd_una = 1;
+        s.snd_nxt = 1 + cwnd_pkts as u64 * u64::from(MSS_BYTES);
+        [s]
+    }
+
+    /// Sends one more window and acknowledges past the current round's end.
+    fn pass_end_seq(s: &mut SubflowCc) {
+        let end = s.snd_nxt;
+        s.snd_nxt += s.cwnd_pkts as u64 * u64::from(MSS_BYTES);
+        s.snd_una = end + u64::from(MSS_BYTES);
+    }
+
+    /// RTT samples of `rtt_us` on subflow 0, at `at_us` after `T0`.
+    fn samples(c: &mut Cubic, s: &mut [SubflowCc], rtt_us: u64, at_us: impl IntoIterator<Item = u64>) {
+        for t in at_us {
+            c.on_rtt_sample(s, 0, SimDuration::from_micros(rtt_us), T0 + SimDuration::from_micros(t));
+        }
+    }
+
+    /// A round at the base RTT of 100 ms, then 100 ms of ACKs 1 ms apart at
+    /// 150 ms: both an ACK train and a delay increase. Returns ssthresh.
+    fn ssthresh_after_exit_signals(mode: CcMode, cwnd_pkts: f64) -> f64 {
+        let mut s = slow_start_subflow(cwnd_pkts);
+        let mut c = Cubic::new(mode);
+        samples(&mut c, &mut s, 100_000, [0]);
+        pass_end_seq(&mut s[0]);
+        samples(&mut c, &mut s, 150_000, (1..=100).map(|ms| ms * 1000));
+        s[0].ssthresh_pkts
     }
 
     /// A loss at cwnd 100 (flight 100), then congestion avoidance from 70.
@@ -464,7 +627,7 @@ mod tests {
     fn linux_cnt_at_one_second_uses_delay_min() {
         // t = 1.1 s = 1126/1024 → offs 3190 → delta 12 → target 88 → cnt 70/18.
         let (mut c, mut s) = after_loss(CcMode::Linux);
-        c.on_rtt_sample(&s, 0, SimDuration::from_millis(100), T0);
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_millis(100), T0);
         c.on_ack(&mut s, 0, &ack_at(T0, 1.0));
         assert_eq!(c.subs[0].lx.k, 4316);
         assert_eq!(c.subs[0].lx.cnt, 23);
@@ -475,7 +638,7 @@ mod tests {
     #[test]
     fn linux_cnt_is_recomputed_at_most_every_31_jiffies() {
         let (mut c, mut s) = after_loss(CcMode::Linux);
-        c.on_rtt_sample(&s, 0, SimDuration::from_millis(100), T0);
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_millis(100), T0);
         c.on_ack(&mut s, 0, &ack_at(T0, 1.0));
         c.on_ack(&mut s, 0, &ack_at(after_ms(31), 1.0));
         assert_eq!(c.subs[0].lx.last_time, jiffies(T0));
@@ -496,7 +659,7 @@ mod tests {
         let mut s = [ca_subflow(1000.0, 100)];
         let mut c = Cubic::new(CcMode::Linux);
         c.ssthresh_on_loss(&s, 0);
-        c.on_rtt_sample(&s, 0, SimDuration::from_secs(1), T0);
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_secs(1), T0);
         s[0].cwnd_pkts = 10.0;
         c.on_ack(&mut s, 0, &ack_at(T0, 1.0));
         assert_eq!(c.subs[0].lx.cnt, 2);
@@ -518,11 +681,11 @@ mod tests {
     #[test]
     fn linux_discards_delay_samples_in_the_first_second_of_an_epoch() {
         let (mut c, mut s) = after_loss(CcMode::Linux);
-        c.on_rtt_sample(&s, 0, SimDuration::from_millis(100), T0);
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_millis(100), T0);
         c.on_ack(&mut s, 0, &ack_at(T0, 1.0));
-        c.on_rtt_sample(&s, 0, SimDuration::from_millis(50), after_ms(999));
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_millis(50), after_ms(999));
         assert_eq!(c.subs[0].lx.delay_min_us, 100_000);
-        c.on_rtt_sample(&s, 0, SimDuration::from_millis(50), after_ms(1000));
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_millis(50), after_ms(1000));
         assert_eq!(c.subs[0].lx.delay_min_us, 50_000);
     }
 
@@ -542,6 +705,142 @@ mod tests {
         let (mut c, mut s) = after_loss(CcMode::Linux);
         c.on_state_change(&mut s, 0, CaState::Loss);
         assert_eq!(c.subs[0].lx.last_max_cwnd, 0);
+    }
+
+    #[test]
+    fn linux_hystart_ack_train_past_half_delay_min_sets_ssthresh_to_cwnd() {
+        // delay_min 100 ms and no pacing: the threshold is 50 ms.
+        let mut s = slow_start_subflow(16.0);
+        let mut c = Cubic::new(CcMode::Linux);
+        samples(&mut c, &mut s, 100_000, (0..=50).map(|ms| ms * 1000));
+        assert_eq!(s[0].ssthresh_pkts, INFINITE_SSTHRESH_PKTS);
+        assert!(!c.subs[0].hy.found);
+        samples(&mut c, &mut s, 100_000, [51_000]);
+        assert!(c.subs[0].hy.found);
+        assert_eq!(s[0].ssthresh_pkts, 16.0);
+        assert!(!s[0].in_slow_start());
+    }
+
+    #[test]
+    fn linux_hystart_ack_train_breaks_on_a_gap_over_2_ms() {
+        let mut s = slow_start_subflow(16.0);
+        let mut c = Cubic::new(CcMode::Linux);
+        samples(&mut c, &mut s, 100_000, (0..=20).map(|i| i * 2000));
+        assert_eq!(c.subs[0].hy.last_ack_us, micros(T0) + 40_000);
+        samples(&mut c, &mut s, 100_000, (1..=30).map(|i| 40_000 + i * 2001));
+        assert_eq!(c.subs[0].hy.last_ack_us, micros(T0) + 40_000);
+        assert_eq!(s[0].ssthresh_pkts, INFINITE_SSTHRESH_PKTS);
+    }
+
+    #[test]
+    fn linux_hystart_delay_increase_ends_slow_start_after_eight_samples() {
+        // delay_min 100 ms: threshold 12.5 ms. Samples 3 ms apart: no ACK train.
+        for (rtt_us, after_nine_pkts) in [(112_500, INFINITE_SSTHRESH_PKTS), (112_501, 16.0)] {
+            let mut s = slow_start_subflow(16.0);
+            let mut c = Cubic::new(CcMode::Linux);
+            samples(&mut c, &mut s, 100_000, [0]);
+            pass_end_seq(&mut s[0]);
+            samples(&mut c, &mut s, rtt_us, (1..=8).map(|i| i * 3000));
+            assert_eq!(c.subs[0].hy.sample_cnt, 8);
+            assert_eq!(s[0].ssthresh_pkts, INFINITE_SSTHRESH_PKTS, "{rtt_us} µs, 8 samples");
+            samples(&mut c, &mut s, rtt_us, [27_000]);
+            assert_eq!(s[0].ssthresh_pkts, after_nine_pkts, "{rtt_us} µs, 9 samples");
+        }
+    }
+
+    #[test]
+    fn linux_hystart_delay_test_uses_the_round_minimum() {
+        let mut s = slow_start_subflow(16.0);
+        let mut c = Cubic::new(CcMode::Linux);
+        samples(&mut c, &mut s, 100_000, [0]);
+        pass_end_seq(&mut s[0]);
+        samples(&mut c, &mut s, 101_000, [3000]);
+        samples(&mut c, &mut s, 150_000, (2..=20).map(|i| i * 3000));
+        assert_eq!(c.subs[0].hy.curr_rtt_us, 101_000);
+        assert_eq!(s[0].ssthresh_pkts, INFINITE_SSTHRESH_PKTS);
+    }
+
+    #[test]
+    fn hystart_delay_threshold_is_an_eighth_of_delay_min_within_4_to_16_ms() {
+        assert_eq!(hystart_delay_thresh_us(10_000), 4000);
+        assert_eq!(hystart_delay_thresh_us(100_000), 12_500);
+        assert_eq!(hystart_delay_thresh_us(200_000), 16_000);
+    }
+
+    #[test]
+    fn hystart_needs_linux_mode_and_a_window_of_16() {
+        assert_eq!(ssthresh_after_exit_signals(CcMode::Linux, 16.0), 16.0);
+        assert_eq!(ssthresh_after_exit_signals(CcMode::Linux, 15.0), INFINITE_SSTHRESH_PKTS);
+        assert_eq!(ssthresh_after_exit_signals(CcMode::Reference, 16.0), INFINITE_SSTHRESH_PKTS);
+    }
+
+    #[test]
+    fn linux_hystart_round_restarts_once_snd_una_passes_end_seq() {
+        let mut s = slow_start_subflow(16.0);
+        let mut c = Cubic::new(CcMode::Linux);
+        samples(&mut c, &mut s, 100_000, [0, 3000]);
+        let first_end = s[0].snd_nxt;
+        assert_eq!(c.subs[0].hy.end_seq, Some(first_end));
+        assert_eq!(c.subs[0].hy.sample_cnt, 2);
+        // Acknowledging exactly up to end_seq keeps the round.
+        s[0].snd_nxt += 16 * u64::from(MSS_BYTES);
+        s[0].snd_una = first_end;
+        samples(&mut c, &mut s, 120_000, [6000]);
+        assert_eq!(c.subs[0].hy.end_seq, Some(first_end));
+        assert_eq!((c.subs[0].hy.round_start_us, c.subs[0].hy.sample_cnt), (micros(T0), 3));
+        assert_eq!(c.subs[0].hy.curr_rtt_us, 100_000);
+        // One byte past it starts a new round with fresh samples.
+        s[0].snd_una = first_end + 1;
+        samples(&mut c, &mut s, 120_000, [9000]);
+        let hy = c.subs[0].hy;
+        assert_eq!(hy.end_seq, Some(s[0].snd_nxt));
+        assert_eq!((hy.round_start_us, hy.last_ack_us), (micros(T0) + 9000, micros(T0) + 9000));
+        assert_eq!((hy.sample_cnt, hy.curr_rtt_us), (1, 120_000));
+    }
+
+    #[test]
+    fn linux_hystart_rounds_advance_below_the_low_window() {
+        let mut s = slow_start_subflow(4.0);
+        let mut c = Cubic::new(CcMode::Linux);
+        samples(&mut c, &mut s, 100_000, [0]);
+        pass_end_seq(&mut s[0]);
+        samples(&mut c, &mut s, 100_000, [5000]);
+        assert_eq!(c.subs[0].hy.end_seq, Some(s[0].snd_nxt));
+        assert_eq!(c.subs[0].hy.round_start_us, micros(T0) + 5000);
+        assert_eq!(c.subs[0].hy.sample_cnt, 0);
+    }
+
+    #[test]
+    fn linux_hystart_is_reset_on_entering_loss() {
+        for via_rto in [true, false] {
+            let mut s = slow_start_subflow(16.0);
+            let mut c = Cubic::new(CcMode::Linux);
+            samples(&mut c, &mut s, 100_000, (0..=51).map(|ms| ms * 1000));
+            assert!(c.subs[0].hy.found);
+            // Once found, HyStart stays quiet even if slow start resumes.
+            s[0].ssthresh_pkts = 64.0;
+            pass_end_seq(&mut s[0]);
+            samples(&mut c, &mut s, 100_000, (52..=120).map(|ms| ms * 1000));
+            assert_eq!(s[0].ssthresh_pkts, 64.0);
+            s[0].snd_nxt += 40 * u64::from(MSS_BYTES);
+            s[0].cwnd_pkts = 1.0;
+            if via_rto {
+                c.on_rto(&mut s, 0);
+            } else {
+                s[0].ca_state = CaState::Loss;
+                c.on_state_change(&mut s, 0, CaState::Loss);
+            }
+            let hy = c.subs[0].hy;
+            assert!(!hy.found);
+            assert_eq!(hy.end_seq, Some(s[0].snd_nxt));
+            assert_eq!((hy.sample_cnt, hy.curr_rtt_us), (0, u32::MAX));
+            assert_eq!(hy.round_start_us, micros(T0) + 120_000, "last time seen");
+            // Back at 16 packets in slow start, HyStart can end it again.
+            s[0].cwnd_pkts = 16.0;
+            pass_end_seq(&mut s[0]);
+            samples(&mut c, &mut s, 100_000, (1000..=1051).map(|ms| ms * 1000));
+            assert_eq!(s[0].ssthresh_pkts, 16.0, "via_rto {via_rto}");
+        }
     }
 
     #[test]

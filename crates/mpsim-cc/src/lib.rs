@@ -160,8 +160,10 @@ pub trait CongestionController {
     fn on_rto(&mut self, _subflows: &mut [SubflowCc], _r: usize) {}
     /// `ca_state` of `r` changed to `new` (already written in `subflows`).
     fn on_state_change(&mut self, _subflows: &mut [SubflowCc], _r: usize, _new: CaState) {}
-    /// Every valid RTT sample (Karn's rule applied), before `on_ack`.
-    fn on_rtt_sample(&mut self, _subflows: &[SubflowCc], _r: usize, _rtt: SimDuration, _now: SimTime) {}
+    /// Every valid RTT sample (Karn's rule applied), before `on_ack`. The
+    /// slice is mutable because a controller may end slow start here, as
+    /// Linux CUBIC's HyStart does from `pkts_acked`.
+    fn on_rtt_sample(&mut self, _subflows: &mut [SubflowCc], _r: usize, _rtt: SimDuration, _now: SimTime) {}
     /// The subflow restarts after an idle period longer than its RTO.
     fn on_idle_restart(&mut self, _subflows: &mut [SubflowCc], _r: usize, _now: SimTime) {}
     /// A subflow was appended at index `r`.
@@ -262,7 +264,7 @@ impl CongestionController for Controller {
     fn on_state_change(&mut self, s: &mut [SubflowCc], r: usize, new: CaState) {
         self.inner().on_state_change(s, r, new)
     }
-    fn on_rtt_sample(&mut self, s: &[SubflowCc], r: usize, rtt: SimDuration, now: SimTime) {
+    fn on_rtt_sample(&mut self, s: &mut [SubflowCc], r: usize, rtt: SimDuration, now: SimTime) {
         self.inner().on_rtt_sample(s, r, rtt, now)
     }
     fn on_idle_restart(&mut self, s: &mut [SubflowCc], r: usize, now: SimTime) {
@@ -314,7 +316,7 @@ mod tests {
             for name in ALL {
                 let mut c = Controller::new(name, mode).unwrap_or_else(|e| panic!("{e}"));
                 let mut s = example_pair();
-                c.on_rtt_sample(&s, 1, mpsim_core::SimDuration::from_millis(200), mpsim_core::SimTime::ZERO);
+                c.on_rtt_sample(&mut s, 1, mpsim_core::SimDuration::from_millis(200), mpsim_core::SimTime::ZERO);
                 c.on_ack(&mut s, 1, &ack(1.0));
                 c.on_state_change(&mut s, 1, CaState::Recovery);
                 let ss = c.ssthresh_on_loss(&s, 1);

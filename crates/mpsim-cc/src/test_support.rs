@@ -79,7 +79,7 @@ pub(crate) fn cwnd_trace(c: &mut dyn CongestionController) -> Vec<f64> {
             Step::Ack(n) => {
                 s[0].snd_una += (n * f64::from(MSS_BYTES)) as u64;
                 s[0].snd_nxt = s[0].snd_una + (s[0].cwnd_pkts * f64::from(MSS_BYTES)) as u64;
-                c.on_rtt_sample(&s, 0, rtt, now);
+                c.on_rtt_sample(&mut s, 0, rtt, now);
                 c.on_ack(&mut s, 0, &ack_at(now, n));
             }
             Step::Loss => {

@@ -213,7 +213,7 @@ impl CongestionController for Vegas {
         }
     }
 
-    fn on_rtt_sample(&mut self, _subflows: &[SubflowCc], r: usize, rtt: SimDuration, _now: SimTime) {
+    fn on_rtt_sample(&mut self, _subflows: &mut [SubflowCc], r: usize, rtt: SimDuration, _now: SimTime) {
         let v = rtt_units(rtt, self.mode);
         let st = slot(&mut self.subs, r);
         st.base = Some(st.base.map_or(v, |b| b.min(v)));
@@ -350,7 +350,7 @@ pub(crate) mod tests {
         c.on_state_change(&mut s, 0, CaState::Disorder);
         c.on_ack(&mut s, 0, &ack(1.0));
         assert!(close(s[0].cwnd_pkts, 11.0 + 1.0 / 11.0, 1e-12), "Reno while disabled");
-        c.on_rtt_sample(&s, 0, SimDuration::from_millis(40), SimTime::ZERO);
+        c.on_rtt_sample(&mut s, 0, SimDuration::from_millis(40), SimTime::ZERO);
         s[0].ca_state = CaState::Open;
         c.on_state_change(&mut s, 0, CaState::Open);
         assert_eq!(c.subs[0].round.count, 0, "fresh samples");
@@ -360,8 +360,8 @@ pub(crate) mod tests {
     #[test]
     fn linux_samples_get_one_microsecond_added() {
         let mut c = Vegas::new(CcMode::Linux);
-        let s = ca(10.0);
-        c.on_rtt_sample(&s, 0, SimDuration::ZERO, SimTime::ZERO);
+        let mut s = ca(10.0);
+        c.on_rtt_sample(&mut s, 0, SimDuration::ZERO, SimTime::ZERO);
         assert_eq!(c.subs[0].base, Some(1));
     }
 

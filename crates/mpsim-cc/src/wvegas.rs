@@ -249,7 +249,7 @@ impl CongestionController for WVegas {
         }
     }
 
-    fn on_rtt_sample(&mut self, _subflows: &[SubflowCc], r: usize, rtt: SimDuration, _now: SimTime) {
+    fn on_rtt_sample(&mut self, _subflows: &mut [SubflowCc], r: usize, rtt: SimDuration, _now: SimTime) {
         let v = rtt_units(rtt, self.mode);
         let st = slot(&mut self.subs, r);
         st.base = Some(st.base.map_or(v, |b| b.min(v)));

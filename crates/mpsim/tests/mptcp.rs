@@ -236,3 +236,21 @@ fn a_small_send_buffer_limits_what_is_in_flight() {
     assert!(small < 0.6 * unlimited, "32 KiB: {small} bps, unlimited: {unlimited} bps");
     assert!(big > 0.9 * unlimited, "1 MiB: {big} bps, unlimited: {unlimited} bps");
 }
+
+#[test]
+fn data_every_subflow_carried_is_retried_once_after_a_failure() {
+    // The redundant scheduler sends everything on both paths; when p2 fails
+    // its unacknowledged data has been on every subflow, so it is retried
+    // once on p1 with a cleared path mask (spec 11.1) rather than dropped
+    // from the reinjection queue.
+    let mut t = two_path_transfer(10_000_000, false);
+    t.flows[0]["scheduler"] = json!("redundant");
+    let mut spec = t.spec();
+    spec["links"][1]["events"] = json!([{"at_ps": 3 * PS_PER_S, "up": false, "direction": "b_to_a"}]);
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["mp"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(10_000_000), "{f}");
+    // Every byte went on p1 once; the retried segments go there a second time.
+    let p1 = f["subflows"][0]["bytes_delivered"].as_u64().unwrap_or(0);
+    assert!(p1 > 10_000_000, "{f}");
+}

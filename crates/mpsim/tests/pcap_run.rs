@@ -82,3 +82,39 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn our_data_fin_goes_back_on_the_subflow_the_peer_s_came_on() {
+    if !tshark() {
+        eprintln!("tshark not installed: DATA_FIN subflow test skipped");
+        return;
+    }
+    // p2 is short but slow with a deep queue: by the end of the download the
+    // server's SRTT on p2 is far above p1's, and it sends its DATA_FIN on p1.
+    // The client's SRTTs come from the handshakes (it sends only ACKs), when
+    // p2's queue was empty: without the rule of spec 11.1 its DATA_FIN would
+    // take p2.
+    let mut t = TwoPath::new([4_000_000, 1_000_000], [20.0, 5.0]);
+    t.queue_pkts = [50, 300];
+    t.duration_s = 60.0;
+    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", download(Some(1_000_000)))];
+    let mut spec = t.spec();
+    spec["record"]["pcap"] = json!(["client:p1", "client:p2"]);
+    let (sim, s) = run(&spec).expect("spec builds");
+    assert!(s["flows"]["mp"]["completion_time_s"].is_number());
+    let dir = std::env::temp_dir().join(format!("mpsim-pcap-fin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut fins = BTreeMap::new();
+    for (name, bytes) in sim.pcaps() {
+        let iface = name.split(':').nth(1).expect("node:link").to_string();
+        let path = dir.join(format!("{iface}.pcap"));
+        std::fs::write(&path, bytes).expect("write pcap");
+        let src = tshark_out(&path, &["-Y", "tcp.options.mptcp.datafin.flag == 1", "-T", "fields", "-e", "ip.src"]);
+        let from_server = src.lines().any(|l| l.trim() == "10.0.2.2");
+        let from_client = src.lines().any(|l| !l.trim().is_empty() && l.trim() != "10.0.2.2");
+        fins.insert(iface, (from_server, from_client));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(fins.get("p1"), Some(&(true, true)), "{fins:?}");
+    assert_eq!(fins.get("p2"), Some(&(false, false)), "{fins:?}");
+}

@@ -147,6 +147,8 @@ pub(super) struct MetaSeg {
     /// Subflows that carried it (bit r).
     pub path_mask: u64,
     pub in_reinject_queue: bool,
+    /// Its path mask was cleared once after every subflow had carried it.
+    pub mask_cleared: bool,
 }
 
 /// An ADD_ADDR sent and not yet echoed.
@@ -206,6 +208,8 @@ pub struct MptcpConnection {
     // Receiver.
     pub(super) rcv: Receiver,
     pub(super) peer_data_fin: Option<u64>,
+    /// Subflow the peer's DATA_FIN came on: ours goes back on it (spec 11.1).
+    pub(super) peer_data_fin_sub: Option<usize>,
     pub(super) peer_closed: bool,
     pub(super) subflows_closed: bool,
     // Addresses.
@@ -279,6 +283,7 @@ impl MptcpConnection {
             meta_backoff: 0,
             rcv: Receiver::new(1, rcvbuf),
             peer_data_fin: None,
+            peer_data_fin_sub: None,
             peer_closed: false,
             subflows_closed: false,
             remote_addrs: Vec::new(),

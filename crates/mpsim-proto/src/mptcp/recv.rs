@@ -28,6 +28,7 @@ impl MptcpConnection {
         if data_fin {
             // The DATA_FIN takes the last DSN of its mapping.
             self.peer_data_fin = Some(dsn + (map.len as u64).max(1) - 1);
+            self.peer_data_fin_sub.get_or_insert(r);
             self.check_peer_data_fin();
         }
     }

@@ -192,8 +192,13 @@ impl MptcpConnection {
                     let s = self.unacked[i];
                     return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
                 }
+                Some(i) if !self.unacked[i].mask_cleared => {
+                    // Tried everywhere: clear its path mask and retry once (spec 11.1).
+                    self.unacked[i].mask_cleared = true;
+                    self.unacked[i].path_mask = 0;
+                }
                 Some(i) => {
-                    // Every live subflow carried it: their own retransmissions repair it.
+                    // Retried already: the subflows' own retransmissions repair it.
                     self.unacked[i].in_reinject_queue = false;
                     self.reinject.pop_front();
                 }
@@ -231,7 +236,13 @@ impl MptcpConnection {
                 self.stats.reinjected_bytes += seg.len as u64;
             }
             None => {
-                self.unacked.push_back(MetaSeg { dsn: seg.dsn, len: seg.len, path_mask: bit, in_reinject_queue: false });
+                self.unacked.push_back(MetaSeg {
+                    dsn: seg.dsn,
+                    len: seg.len,
+                    path_mask: bit,
+                    in_reinject_queue: false,
+                    mask_cleared: false,
+                });
                 self.data_nxt += seg.len as u64;
             }
         }
@@ -389,7 +400,8 @@ impl MptcpConnection {
             self.drain_subflow(now, 0);
             return;
         }
-        let Some(r) = self.best_ready_subflow() else { return };
+        let peers = self.peer_data_fin_sub.filter(|&r| self.subs[r].ready && !self.subs[r].gone);
+        let Some(r) = peers.or_else(|| self.best_ready_subflow()) else { return };
         let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
         let mut dss = self.dss_for(r, &p);
         dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.data_nxt), ssn: 0, len: 1 });

@@ -259,6 +259,7 @@ impl Simulation {
             initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
             rcvbuf_bytes: f.rcvbuf_bytes,
             cc_mode,
+            prr: cc_mode == CcMode::Linux,
             ..TcpConfig::default()
         };
         let (app, receiver) = make_app(&f.app);

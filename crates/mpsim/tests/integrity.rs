@@ -15,6 +15,8 @@ struct Net {
     sack: bool,
     delayed_ack: bool,
     cc: &'static str,
+    /// Linux mode (PRR in recovery) rather than reference.
+    linux: bool,
 }
 
 fn loss_strategy() -> impl Strategy<Value = Value> {
@@ -39,8 +41,9 @@ fn net_strategy() -> impl Strategy<Value = Net> {
         any::<bool>(),
         any::<bool>(),
         prop_oneof![Just("reno"), Just("cubic"), Just("vegas")],
+        any::<bool>(),
     )
-        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc)| Net {
+        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc, linux)| Net {
             loss,
             jitter_ms,
             outage,
@@ -48,6 +51,7 @@ fn net_strategy() -> impl Strategy<Value = Net> {
             sack,
             delayed_ack,
             cc,
+            linux,
         })
 }
 
@@ -74,6 +78,7 @@ fn scenario(n: &Net, seed: u64) -> Value {
         ]);
     }
     spec["flows"][0]["app"] = download(Some(n.size_bytes));
+    spec["flows"][0]["cc_mode"] = json!(if n.linux { "linux" } else { "reference" });
     spec
 }
 
@@ -82,7 +87,8 @@ proptest! {
 
     #[test]
     fn receiver_gets_exactly_the_bytes_sent(n in net_strategy(), seed in 0u64..1000) {
-        if mpsim_cc::Controller::new(n.cc, mpsim_cc::CcMode::Reference).is_err() { return Ok(()); }
+        let mode = if n.linux { mpsim_cc::CcMode::Linux } else { mpsim_cc::CcMode::Reference };
+        if mpsim_cc::Controller::new(n.cc, mode).is_err() { return Ok(()); }
         let (_sim, s) = run(&scenario(&n, seed)).expect("spec builds");
         let f = &s["flows"]["f0"];
         prop_assert_eq!(f["bytes_delivered"].as_u64(), Some(n.size_bytes), "{}", f);
@@ -100,6 +106,7 @@ fn a_transfer_survives_a_ten_second_outage() {
         sack: true,
         delayed_ack: true,
         cc: "reno",
+        linux: false,
     };
     let (_sim, s) = run(&scenario(&n, 1)).expect("spec builds");
     let f = &s["flows"]["f0"];
@@ -111,8 +118,16 @@ fn a_transfer_survives_a_ten_second_outage() {
 
 #[test]
 fn heavy_reordering_alone_loses_nothing() {
-    let n =
-        Net { loss: no_loss(), jitter_ms: 20.0, outage: None, size_bytes: 2_000_000, sack: true, delayed_ack: true, cc: "reno" };
+    let n = Net {
+        loss: no_loss(),
+        jitter_ms: 20.0,
+        outage: None,
+        size_bytes: 2_000_000,
+        sack: true,
+        delayed_ack: true,
+        cc: "reno",
+        linux: false,
+    };
     let (_sim, s) = run(&scenario(&n, 3)).expect("spec builds");
     assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(2_000_000));
     assert_eq!(s["links"]["bottleneck"]["a_to_b"]["drops"].as_u64(), Some(0));

@@ -78,6 +78,10 @@ pub struct TcpConfig {
     /// SYN (and SYN/ACK) retransmissions before giving up (Linux tcp_syn_retries).
     pub syn_retries: u32,
     pub cc_mode: CcMode,
+    /// Proportional Rate Reduction (RFC 6937, as Linux) sets the window
+    /// during SACK recovery; off, the window is ssthresh for the whole
+    /// episode (RFC 6675). Scenario flows have it on in linux mode only.
+    pub prr: bool,
 }
 
 impl Default for TcpConfig {
@@ -96,6 +100,7 @@ impl Default for TcpConfig {
             dupthresh: 3,
             syn_retries: 6,
             cc_mode: CcMode::Reference,
+            prr: false,
         }
     }
 }

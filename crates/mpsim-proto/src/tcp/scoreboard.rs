@@ -53,6 +53,8 @@ pub struct Scoreboard {
     rtx_hint: u64,
     /// End of the highest SACKed segment (0 when none).
     high_sacked: u64,
+    /// Bytes ever marked lost; its growth over an ACK is what that ACK found lost.
+    marked_lost_bytes: u64,
 }
 
 impl Scoreboard {
@@ -70,6 +72,10 @@ impl Scoreboard {
     }
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
+    }
+    /// Bytes ever marked lost (never decreases).
+    pub fn marked_lost_bytes(&self) -> u64 {
+        self.marked_lost_bytes
     }
 
     /// RFC 6675 pipe in bytes: outstanding, minus SACKed, minus lost, plus
@@ -212,6 +218,7 @@ impl Scoreboard {
         }
         s.lost = true;
         self.lost_bytes += s.len();
+        self.marked_lost_bytes += s.len();
         self.rtx_hint = self.rtx_hint.min(s.start);
     }
 
@@ -244,6 +251,7 @@ impl Scoreboard {
             if !s.lost {
                 s.lost = true;
                 self.lost_bytes += s.len();
+                self.marked_lost_bytes += s.len();
             }
         }
         self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end);

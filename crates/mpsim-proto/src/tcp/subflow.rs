@@ -71,6 +71,8 @@ pub struct Subflow {
     dupacks: u32,
     force_rtx: bool,
     rescue_done: bool,
+    /// The episode's rate reduction while in SACK recovery with `cfg.prr`.
+    prr: Option<Prr>,
     syn_pending: bool,
     probe_pending: bool,
     last_send: SimTime,
@@ -105,6 +107,58 @@ enum Tx {
 /// Sequence values beyond any real transfer ("unlimited" application data).
 const UNLIMITED: u64 = u64::MAX / 4;
 
+/// Proportional Rate Reduction over one recovery episode: RFC 6937 with
+/// its slow-start reduction bound, as Linux `tcp_cwnd_reduction`. Counts
+/// are whole packets as in Linux; bytes are rounded up to them, which
+/// agrees with Linux's segment counts when segments are full-sized.
+#[derive(Clone, Copy, Debug)]
+struct Prr {
+    /// The window when recovery began (Linux `prior_cwnd`, RFC 6937 RecoverFS).
+    prior_cwnd_pkts: f64,
+    /// Packets newly acknowledged or SACKed since recovery began.
+    delivered_pkts: f64,
+    /// Packets sent since recovery began, retransmissions included.
+    out_pkts: f64,
+}
+
+impl Prr {
+    fn new(prior_cwnd_pkts: f64) -> Self {
+        Prr { prior_cwnd_pkts: prior_cwnd_pkts.max(1.0), delivered_pkts: 0.0, out_pkts: 0.0 }
+    }
+
+    fn on_send(&mut self) {
+        self.out_pkts += 1.0;
+    }
+
+    /// The window after an ACK that delivered `newly_pkts` while `pipe_pkts`
+    /// remain in flight, or None to keep the current one. `safe_ack`: the
+    /// ACK moved the cumulative point and revealed no new loss.
+    fn on_ack(&mut self, newly_pkts: f64, pipe_pkts: f64, ssthresh_pkts: f64, safe_ack: bool) -> Option<f64> {
+        // Linux keeps the window on an ACK that delivers nothing; the ACK
+        // that begins recovery sets it regardless, or the pre-loss window
+        // would let a burst out.
+        if newly_pkts <= 0.0 && self.out_pkts > 0.0 {
+            return None;
+        }
+        self.delivered_pkts += newly_pkts;
+        let delta_pkts = ssthresh_pkts - pipe_pkts;
+        let sndcnt_pkts = if delta_pkts < 0.0 {
+            // Pipe above ssthresh: send ssthresh/prior_cwnd of what arrives,
+            // so the pipe meets ssthresh as the episode ends.
+            (ssthresh_pkts * self.delivered_pkts / self.prior_cwnd_pkts).ceil() - self.out_pkts
+        } else if safe_ack {
+            // Pipe below it after heavy loss: regrow no faster than slow start.
+            delta_pkts.min((self.delivered_pkts - self.out_pkts).max(newly_pkts) + 1.0)
+        } else {
+            // Losses are still being found: do not outrun the ACK clock.
+            delta_pkts.min(newly_pkts)
+        };
+        // The fast retransmit always goes out when recovery begins.
+        let floor_pkts = if self.out_pkts > 0.0 { 0.0 } else { 1.0 };
+        Some(pipe_pkts + sndcnt_pkts.max(floor_pkts))
+    }
+}
+
 impl Subflow {
     fn new(cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16), state: TcpState, is_client: bool) -> Self {
         Subflow {
@@ -131,6 +185,7 @@ impl Subflow {
             dupacks: 0,
             force_rtx: false,
             rescue_done: false,
+            prr: None,
             syn_pending: true,
             probe_pending: false,
             last_send: SimTime::ZERO,
@@ -350,6 +405,7 @@ impl Subflow {
         }
         cc.me().cwnd_pkts = 1.0;
         cc.me().cwnd_cnt = 0;
+        self.prr = None;
         self.sb.mark_all_lost();
         self.recovery_point = self.snd_nxt;
         self.dupacks = 0;
@@ -449,6 +505,8 @@ impl Subflow {
             return;
         }
         self.peer_wnd_right = self.peer_wnd_right.max(ack + pkt.wnd_bytes);
+        let (una_before, lost_before) = (self.snd_una, self.sb.marked_lost_bytes());
+        let delivered_before = self.snd_una + self.sb.sacked_bytes();
         let mut sack_rtt_from: Option<SimTime> = None;
         if self.cfg.sack {
             for &(s, e) in pkt.sack.as_slice() {
@@ -468,6 +526,13 @@ impl Subflow {
         }
         if self.cfg.sack {
             self.detect_sack_loss(cc);
+        }
+        if self.prr.is_some() {
+            let delivered_bytes = (self.snd_una + self.sb.sacked_bytes()).saturating_sub(delivered_before);
+            // Linux also counts an ACK that finds a retransmission lost;
+            // here only the RTO does that.
+            let safe_ack = self.snd_una > una_before && self.sb.marked_lost_bytes() == lost_before;
+            self.prr_on_ack(delivered_bytes, safe_ack, cc);
         }
         self.sync_cc(cc);
         self.check_send_complete();
@@ -503,8 +568,10 @@ impl Subflow {
         if matches!(state, CaState::Recovery | CaState::Loss) {
             if ack >= self.recovery_point {
                 if state == CaState::Recovery {
+                    // As Linux tcp_end_cwnd_reduction ends PRR.
                     let ss = cc.me().ssthresh_pkts;
                     cc.me().cwnd_pkts = ss;
+                    self.prr = None;
                     grow = false;
                 }
                 cc.set_state(CaState::Open);
@@ -566,8 +633,11 @@ impl Subflow {
         }
         if head_lost {
             self.enter_recovery(cc);
-            let ss = cc.me().ssthresh_pkts;
-            cc.me().cwnd_pkts = ss;
+            if self.prr.is_none() {
+                // With PRR the window is set per ACK, from this one on.
+                let ss = cc.me().ssthresh_pkts;
+                cc.me().cwnd_pkts = ss;
+            }
         } else if self.sb.sacked_bytes() > 0 {
             cc.set_state(CaState::Disorder);
         } else if state == CaState::Disorder {
@@ -577,6 +647,7 @@ impl Subflow {
 
     fn enter_recovery(&mut self, cc: &mut CcCtx) {
         self.sync_cc(cc);
+        let prior_cwnd_pkts = cc.me().cwnd_pkts;
         // RFC 5681 FlightSize: data sent and not cumulatively acknowledged.
         cc.me().flight_pkts = self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64;
         let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
@@ -585,8 +656,21 @@ impl Subflow {
         self.recovery_point = self.snd_nxt;
         self.force_rtx = true;
         self.rescue_done = false;
+        self.prr = (self.cfg.prr && self.cfg.sack).then(|| Prr::new(prior_cwnd_pkts));
         self.stats.fast_recoveries += 1;
         cc.set_state(CaState::Recovery);
+    }
+
+    /// RFC 6937 (Linux `tcp_cwnd_reduction`): the window after an ACK in recovery.
+    fn prr_on_ack(&mut self, delivered_bytes: u64, safe_ack: bool, cc: &mut CcCtx) {
+        let Some(prr) = self.prr.as_mut() else { return };
+        let mss = self.cfg.mss_bytes as u64;
+        let newly_pkts = delivered_bytes.div_ceil(mss) as f64;
+        let pipe_pkts = self.sb.pipe_bytes().div_ceil(mss) as f64;
+        let ssthresh_pkts = cc.me().ssthresh_pkts;
+        if let Some(cwnd_pkts) = prr.on_ack(newly_pkts, pipe_pkts, ssthresh_pkts, safe_ack) {
+            cc.me().cwnd_pkts = cwnd_pkts;
+        }
     }
 
     fn on_fin_acked(&mut self) {
@@ -856,6 +940,9 @@ impl Subflow {
     }
 
     fn after_send(&mut self, now: SimTime) {
+        if let Some(prr) = self.prr.as_mut() {
+            prr.on_send();
+        }
         self.last_send = now;
         if self.rto_at.is_none() {
             self.arm_rto(now);
@@ -894,5 +981,56 @@ impl Subflow {
             wire_bytes: payload + self.cfg.header_bytes + sack.option_bytes(),
             ext: Default::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Prr;
+
+    /// Feeds `prr` ACKs of one packet each from a pipe of `pipe_pkts` and
+    /// sends what it allows; returns the packets sent per ACK.
+    fn sends_per_ack(prr: &mut Prr, mut pipe_pkts: f64, ssthresh_pkts: f64, acks: usize) -> Vec<f64> {
+        let mut sent = vec![];
+        for _ in 0..acks {
+            pipe_pkts -= 1.0;
+            let cwnd_pkts = prr.on_ack(1.0, pipe_pkts, ssthresh_pkts, false).unwrap_or(pipe_pkts);
+            let n = (cwnd_pkts - pipe_pkts).max(0.0);
+            for _ in 0..n as usize {
+                prr.on_send();
+            }
+            pipe_pkts += n;
+            sent.push(n);
+        }
+        sent
+    }
+
+    #[test]
+    fn prr_sends_one_packet_per_two_delivered_when_ssthresh_is_half_the_window() {
+        // The single-loss example of RFC 6937 section 3: cwnd 20, ssthresh 10.
+        let mut prr = Prr::new(20.0);
+        assert_eq!(sends_per_ack(&mut prr, 19.0, 10.0, 8), [1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]);
+    }
+
+    #[test]
+    fn prr_regrows_no_faster_than_slow_start_below_ssthresh() {
+        let mut prr = Prr::new(20.0);
+        // Most of the window lost, and losses still being found: one per delivered.
+        assert_eq!(prr.on_ack(1.0, 4.0, 10.0, false), Some(5.0));
+        prr.on_send();
+        // A partial ACK: one more than delivered.
+        assert_eq!(prr.on_ack(1.0, 4.0, 10.0, true), Some(6.0));
+        prr.on_send();
+        prr.on_send();
+        // Never beyond ssthresh.
+        assert_eq!(prr.on_ack(5.0, 9.0, 10.0, true), Some(10.0));
+    }
+
+    #[test]
+    fn an_ack_delivering_nothing_keeps_the_window_unless_it_begins_recovery() {
+        let mut prr = Prr::new(20.0);
+        assert_eq!(prr.on_ack(0.0, 18.0, 10.0, false), Some(19.0));
+        prr.on_send();
+        assert_eq!(prr.on_ack(0.0, 18.0, 10.0, false), None);
     }
 }

@@ -2,6 +2,7 @@
 //! quinn-proto `Pair` idea): fixed delay, optional loss by packet index.
 
 use super::*;
+use mpsim_cc::CaState;
 use mpsim_core::{Addr, Packet, SimDuration, SimTime};
 use std::collections::VecDeque;
 
@@ -25,6 +26,10 @@ struct Pair {
     /// Serialisation gap between packets of one direction (a crude rate).
     gap: SimDuration,
     next_free: [SimTime; 2],
+    /// Packets handed to the client.
+    client_rx: u64,
+    /// Data segments the client sent (lost ones included).
+    client_data_segs: u64,
 }
 
 impl Pair {
@@ -45,6 +50,8 @@ impl Pair {
             server_events: vec![],
             gap: SimDuration::from_micros(100),
             next_free: [SimTime::ZERO; 2],
+            client_rx: 0,
+            client_data_segs: 0,
         }
     }
 
@@ -80,6 +87,7 @@ impl Pair {
     fn put(&mut self, to_server: bool, p: Packet) {
         let i = self.sent;
         self.sent += 1;
+        self.client_data_segs += (to_server && p.payload_bytes > 0) as u64;
         if (self.drop)(i, &p) {
             return;
         }
@@ -111,6 +119,7 @@ impl Pair {
                 }
                 self.server.as_mut().unwrap().handle_segment(t, &p);
             } else {
+                self.client_rx += 1;
                 self.client.handle_segment(t, &p);
             }
         }
@@ -128,6 +137,51 @@ impl Pair {
     fn run_until(&mut self, end: SimTime) {
         while self.now < end && self.step() {}
     }
+
+    /// Runs to `end`, returning what the client did on each ACK it handled
+    /// in fast recovery (the ACKs that begin and end an episode included).
+    fn run_recording_recovery(&mut self, end: SimTime) -> Vec<RecoveryAck> {
+        let mut acks = vec![];
+        while self.now < end {
+            self.flush();
+            let (rx, segs, before) = (self.client_rx, self.client_data_segs, *self.client.cc());
+            if !self.step() {
+                break;
+            }
+            // Send the reply now, so it is counted against this ACK.
+            self.flush();
+            let cc = self.client.cc();
+            let in_recovery = |s: CaState| s == CaState::Recovery;
+            if self.client_rx > rx && (in_recovery(before.ca_state) || in_recovery(cc.ca_state)) {
+                acks.push(RecoveryAck {
+                    entered: !in_recovery(before.ca_state),
+                    exited: !in_recovery(cc.ca_state),
+                    sent_segs: self.client_data_segs - segs,
+                    pipe_pkts: self.client.sf.bytes_in_flight() as f64 / self.cfg.mss_bytes as f64,
+                    cwnd_before_pkts: before.cwnd_pkts,
+                    cwnd_pkts: cc.cwnd_pkts,
+                    ssthresh_pkts: cc.ssthresh_pkts,
+                });
+            }
+        }
+        acks
+    }
+}
+
+/// What the client did on one ACK during fast recovery.
+#[derive(Clone, Copy, Debug)]
+struct RecoveryAck {
+    /// This ACK began the episode.
+    entered: bool,
+    /// This ACK ended it.
+    exited: bool,
+    /// Data segments sent in reply, retransmissions included.
+    sent_segs: u64,
+    /// Pipe after the reply.
+    pipe_pkts: f64,
+    cwnd_before_pkts: f64,
+    cwnd_pkts: f64,
+    ssthresh_pkts: f64,
 }
 
 fn upload(bytes: u64, cfg: TcpConfig) -> Pair {
@@ -249,4 +303,119 @@ fn newreno_limited_transmit_sends_new_data_on_the_first_dupacks() {
     p.run_until(SimTime::from_secs_f64(5.0));
     assert_eq!(p.delivered_to_server, 20 * 1448);
     assert_eq!(p.client.sf.stats.timeouts, 0, "{:?}", p.client.sf.stats);
+}
+
+/// Linux mode with PRR, one ACK per segment (each ACK then delivers one packet).
+fn linux_prr() -> TcpConfig {
+    TcpConfig { cc_mode: CcMode::Linux, prr: true, delayed_ack: false, ..Default::default() }
+}
+
+/// Loses the first transmission of the data segments numbered in `segs` (0 is the first).
+fn lose_first_sends(segs: Vec<u64>) -> DropRule {
+    let mut lost = vec![];
+    Box::new(move |_, pk| {
+        let n = (pk.seq - 1) / 1448;
+        let hit = pk.payload_bytes > 0 && segs.contains(&n) && !lost.contains(&n);
+        if hit {
+            lost.push(n);
+        }
+        hit
+    })
+}
+
+/// The recovery ACKs of an upload of 2 MB losing `segs` once.
+fn recovery_of(cfg: TcpConfig, segs: Vec<u64>) -> (Pair, Vec<RecoveryAck>) {
+    let mut p = upload(2_000_000, cfg);
+    p.drop = lose_first_sends(segs);
+    let acks = p.run_recording_recovery(SimTime::from_secs_f64(20.0));
+    assert_eq!(p.delivered_to_server, 2_000_000);
+    assert_eq!(p.client.sf.stats.timeouts, 0, "{:?}", p.client.sf.stats);
+    assert_eq!(p.client.sf.stats.fast_recoveries, 1, "{:?}", p.client.sf.stats);
+    (p, acks)
+}
+
+#[test]
+fn prr_sends_ssthresh_over_prior_cwnd_of_what_is_delivered() {
+    let (_, acks) = recovery_of(linux_prr(), vec![60]);
+    let entry = acks[0];
+    assert!(entry.entered);
+    let (prior, ss) = (entry.cwnd_before_pkts, entry.ssthresh_pkts);
+    assert!(prior >= 40.0 && ss <= prior / 2.0, "{entry:?}");
+    // No burst: the ACK that starts recovery sends the retransmission only.
+    assert_eq!(entry.sent_segs, 1);
+    // Every ACK delivers one packet, so after k ACKs PRR has sent ceil(ss·k/prior).
+    let mut out = 0;
+    for (k, a) in acks.iter().take_while(|a| !a.exited && a.pipe_pkts > ss).enumerate() {
+        out += a.sent_segs;
+        assert_eq!(out as f64, (ss * (k + 1) as f64 / prior).ceil(), "ACK {k}: {a:?}");
+    }
+}
+
+#[test]
+fn prr_brings_the_pipe_to_ssthresh_and_recovery_ends_at_ssthresh() {
+    let (_, acks) = recovery_of(linux_prr(), vec![60]);
+    let (last_in, exit) = (acks[acks.len() - 2], acks[acks.len() - 1]);
+    assert!(exit.exited && !last_in.exited);
+    assert_eq!(acks.iter().filter(|a| a.exited).count(), 1);
+    let ss = exit.ssthresh_pkts;
+    assert!((last_in.pipe_pkts - ss).abs() <= 1.0, "{last_in:?}");
+    assert_eq!(exit.cwnd_pkts, ss);
+}
+
+#[test]
+fn prr_repairs_several_losses_in_one_window_without_bursts() {
+    let (p, acks) = recovery_of(linux_prr(), vec![60, 64, 70, 71]);
+    assert_eq!(p.client.sf.stats.retransmitted_segs, 4);
+    assert_eq!(acks[0].sent_segs, 1);
+    // Each ACK delivers one packet: PRR-SSRB sends at most one more than that.
+    assert!(acks.iter().all(|a| a.sent_segs <= 2), "{acks:?}");
+    let exit = acks.last().unwrap();
+    assert!(exit.exited);
+    assert_eq!(exit.cwnd_pkts, exit.ssthresh_pkts);
+}
+
+#[test]
+fn prr_regrows_by_slow_start_after_losing_most_of_a_window() {
+    let lost: Vec<u64> = (60..110).collect();
+    let (_, prr) = recovery_of(linux_prr(), lost.clone());
+    let ss = prr[0].ssthresh_pkts;
+    assert!(prr[0].pipe_pkts < ss, "{:?}", prr[0]);
+    // One packet per ACK while losses are still found, two per ACK (slow
+    // start) once ACKs advance, until the pipe is back at ssthresh.
+    assert!(prr.iter().all(|a| a.sent_segs <= 2), "{prr:?}");
+    assert!(prr.iter().any(|a| a.sent_segs == 2), "{prr:?}");
+    assert_eq!(prr[prr.len() - 2].pipe_pkts, ss);
+    // RFC 6675 alone fills the window to ssthresh at once.
+    let reference = TcpConfig { delayed_ack: false, ..Default::default() };
+    let (_, rfc) = recovery_of(reference, lost);
+    assert!(rfc[0].sent_segs > 10, "{:?}", rfc[0]);
+}
+
+#[test]
+fn without_prr_the_window_is_ssthresh_for_the_whole_episode() {
+    let reference = TcpConfig { delayed_ack: false, ..Default::default() };
+    let (_, acks) = recovery_of(reference, vec![60, 64]);
+    assert_eq!(acks[0].sent_segs, 1);
+    assert!(acks.iter().all(|a| a.cwnd_pkts == a.ssthresh_pkts), "{acks:?}");
+    let linux_no_prr = TcpConfig { prr: false, ..linux_prr() };
+    let (_, acks) = recovery_of(linux_no_prr, vec![60, 64]);
+    assert!(acks.iter().all(|a| a.cwnd_pkts == a.ssthresh_pkts), "{acks:?}");
+}
+
+#[test]
+fn prr_delivers_exactly_the_bytes_sent_under_random_loss() {
+    for seed in 1..=20u64 {
+        for delayed_ack in [false, true] {
+            let mut p = upload(1_000_000, TcpConfig { delayed_ack, ..linux_prr() });
+            // A small LCG: 3 % of packets lost, both directions.
+            let mut x = seed;
+            p.drop = Box::new(move |_, _| {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (x >> 33) % 100 < 3
+            });
+            p.run_until(SimTime::from_secs_f64(300.0));
+            assert_eq!(p.delivered_to_server, 1_000_000, "seed {seed}: {}", p.client.sf.debug_line());
+            assert!(p.client_events.contains(&AppEvent::SendComplete), "seed {seed}");
+        }
+    }
 }

@@ -41,40 +41,46 @@ impl MptcpConnection {
         seg.reinject.map_or(0, |i| self.unacked[i].path_mask)
     }
 
-    /// Out-of-tree Linux `default`: non-backup subflows first; among the
-    /// usable ones with window space and that have not carried the
-    /// segment, the lowest SRTT. If a usable subflow of the class is only
-    /// waiting for window space, wait for it rather than fall back.
+    /// Out-of-tree Linux `default` (spec 11.1): non-backup subflows first,
+    /// backup ones only if no non-backup subflow is usable. Within the class,
+    /// the lowest SRTT among the usable subflows with window space that have
+    /// not carried the segment; if one of those only waits for window space,
+    /// wait for it. A segment every usable subflow of the class carried goes
+    /// to the lowest-SRTT one with space.
     pub(super) fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
         let mask = self.mask_of(seg);
-        // Per class (regular, backup): a usable subflow exists; the best one with room.
-        let mut fresh = [false; 2];
-        let mut best: [Option<(u64, usize)>; 2] = [None; 2];
+        // Per class (regular, backup), per carried (no, yes): a usable
+        // subflow exists; the best one with room.
+        let mut usable = [[false; 2]; 2];
+        let mut best: [[Option<(u64, usize)>; 2]; 2] = [[None; 2]; 2];
         for r in 0..self.subs.len() {
-            if !self.usable(r) || Self::carried(seg, mask, r) {
+            if !self.usable(r) {
                 continue;
             }
-            let class = self.subs[r].backup as usize;
-            fresh[class] = true;
+            let (class, carried) = (self.subs[r].backup as usize, Self::carried(seg, mask, r) as usize);
+            usable[class][carried] = true;
             let srtt_ps = self.cc[r].srtt.map_or(0, |s| s.as_ps());
             // Ties go to the lower index, as the list order of Linux.
-            if best[class].is_none_or(|(b, _)| srtt_ps < b) && self.has_room(r, seg.len) {
-                best[class] = Some((srtt_ps, r));
+            if best[class][carried].is_none_or(|(b, _)| srtt_ps < b) && self.has_room(r, seg.len) {
+                best[class][carried] = Some((srtt_ps, r));
             }
         }
-        let class = if fresh[0] { 0 } else { 1 };
-        best[class].map(|(_, r)| r)
+        let class = if usable[0][0] || usable[0][1] { 0 } else { 1 };
+        let carried = if usable[class][0] { 0 } else { 1 };
+        best[class][carried].map(|(_, r)| r)
     }
 
-    /// Out-of-tree Linux `roundrobin` (one segment per turn, cwnd-limited):
-    /// the next usable subflow after the last one used. Backup flags are ignored.
+    /// Out-of-tree Linux `roundrobin` (spec 11.2; one segment per turn,
+    /// cwnd-limited): the next usable subflow with space after the last one
+    /// used. Backup flags are ignored. A reinjection goes to a subflow that
+    /// has not carried it, else to any.
     fn pick_round_robin(&mut self, seg: &NextSeg) -> Option<usize> {
         let n = self.subs.len();
         let mask = self.mask_of(seg);
         let start = self.rr_last.wrapping_add(1);
-        let r = (0..n)
-            .map(|k| (start + k) % n)
-            .find(|&r| self.usable(r) && self.has_room(r, seg.len) && !Self::carried(seg, mask, r))?;
+        let order = || (0..n).map(move |k| (start + k) % n);
+        let ready = |r: usize| self.usable(r) && self.has_room(r, seg.len);
+        let r = order().find(|&r| ready(r) && !Self::carried(seg, mask, r)).or_else(|| order().find(|&r| ready(r)))?;
         self.rr_last = r;
         Some(r)
     }

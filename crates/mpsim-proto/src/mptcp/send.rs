@@ -460,6 +460,7 @@ impl MptcpConnection {
             return;
         }
         self.subflows_closed = true;
+        self.unechoed.clear(); // nothing is announced on a closing connection
         for s in self.subs.iter_mut().filter(|s| !s.gone) {
             s.sf.close();
             s.dirty = true;

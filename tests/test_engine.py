@@ -53,3 +53,14 @@ def test_download_goodput_is_below_the_bottleneck():
 def test_bench_quick_case_runs_in_a_subprocess():
     row = run_case_subprocess("dumbbell-1flow-1g", quick=True)
     assert row["events"] > 0 and row["packet_hops"] > 0 and row["peak_memory_mib"] > 0
+
+
+def test_a_send_buffer_bounds_the_rate_at_sndbuf_per_rtt():
+    """At most one send buffer per round trip, for TCP and MPTCP alike."""
+    tcp = mpsim.run(SCENARIOS / "dumbbell.toml", set={"simulation.duration": "20s", "flow.reno.sndbuf": "8KB"})
+    reno = tcp.summary["flows"]["reno"]["goodput_bps"]
+    # The round trip is 44 ms plus up to 120 ms in the bottleneck queue the cubic flow fills.
+    assert 8_000 * 8 / 0.164 < reno <= 8_000 * 8 / 0.044
+    mptcp = mpsim.run(SCENARIOS / "wifi-3g.toml", set={"simulation.duration": "20s", "flow.ftp.sndbuf": "8KB"})
+    free = mpsim.run(SCENARIOS / "wifi-3g.toml", set={"simulation.duration": "20s"})
+    assert mptcp.summary["flows"]["ftp"]["goodput_bps"] < 0.5 * free.summary["flows"]["ftp"]["goodput_bps"]

@@ -2,9 +2,20 @@
 //! (docs/validation.md): improve throughput, do no harm, balance
 //! congestion. `cargo run --release -p mpsim --example validation_mptcp`
 //! prints the tables; `tests/mptcp.rs` asserts the acceptance figures.
+//! `mode` is the `cc_mode` of every flow: "reference" or "linux".
 
 use crate::testbed::{download, run, SharedBottleneck, TwoPath};
 use serde_json::Value;
+
+/// `spec` with every flow in congestion-control mode `mode`.
+fn in_mode(mut spec: Value, mode: &str) -> Value {
+    if let Some(flows) = spec["flows"].as_array_mut() {
+        for f in flows {
+            f["cc_mode"] = Value::from(mode);
+        }
+    }
+    spec
+}
 
 fn goodput(s: &Value, flow: &str) -> f64 {
     s["flows"][flow]["goodput_bps"].as_f64().unwrap_or(0.0)
@@ -34,16 +45,16 @@ fn two_paths(duration_s: f64, seed: u64) -> TwoPath {
     t
 }
 
-pub fn goal1(cc: &str, duration_s: f64, seed: u64) -> Goal1 {
+pub fn goal1(cc: &str, mode: &str, duration_s: f64, seed: u64) -> Goal1 {
     let mut t = two_paths(duration_s, seed);
     t.flows = vec![TwoPath::mptcp_flow("mp", cc, download(None))];
-    let (_, s) = run(&t.spec()).expect("testbed spec builds");
+    let (_, s) = run(&in_mode(t.spec(), mode)).expect("testbed spec builds");
     let per_path_bps = s["flows"]["mp"]["subflows"]
         .as_array()
         .map_or(vec![], |a| a.iter().map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).collect());
     let mut t = two_paths(duration_s, seed);
     t.flows = vec![TwoPath::tcp_flow("tcp", "reno", "p1", download(None))];
-    let (_, st) = run(&t.spec()).expect("testbed spec builds");
+    let (_, st) = run(&in_mode(t.spec(), mode)).expect("testbed spec builds");
     Goal1 { cc: cc.into(), mptcp_bps: goodput(&s, "mp"), tcp_best_bps: goodput(&st, "tcp"), per_path_bps }
 }
 
@@ -63,14 +74,14 @@ impl Goal2 {
 
 /// `access_jitter_ms` > 0 adds random delay to the access links (0 keeps
 /// the run deterministic whatever the seed, as nothing else is random).
-pub fn goal2(cc: &str, seeds: u64, duration_s: f64, access_jitter_ms: f64) -> Goal2 {
+pub fn goal2(cc: &str, mode: &str, seeds: u64, duration_s: f64, access_jitter_ms: f64) -> Goal2 {
     let shares = (1..=seeds)
         .map(|seed| {
             let mut b = SharedBottleneck::new(cc);
             b.seed = seed;
             b.duration_s = duration_s;
             b.access_jitter_ms = access_jitter_ms;
-            let (_, s) = run(&b.spec()).expect("testbed spec builds");
+            let (_, s) = run(&in_mode(b.spec(), mode)).expect("testbed spec builds");
             let (m, t) = (goodput(&s, "mptcp"), goodput(&s, "tcp"));
             m / (m + t).max(1.0)
         })
@@ -95,7 +106,7 @@ impl Goal3 {
     }
 }
 
-pub fn goal3(cc: &str, duration_s: f64, seed: u64) -> Goal3 {
+pub fn goal3(cc: &str, mode: &str, duration_s: f64, seed: u64) -> Goal3 {
     let mut t = TwoPath::new([10_000_000, 10_000_000], [20.0, 20.0]);
     t.duration_s = duration_s;
     t.seed = seed;
@@ -103,7 +114,7 @@ pub fn goal3(cc: &str, duration_s: f64, seed: u64) -> Goal3 {
     for i in 0..5 {
         t.flows.push(TwoPath::tcp_flow(&format!("tcp{i}"), "reno", "p2", download(None)));
     }
-    let (_, s) = run(&t.spec()).expect("testbed spec builds");
+    let (_, s) = run(&in_mode(t.spec(), mode)).expect("testbed spec builds");
     let sub = |iface: &str| {
         s["flows"]["mp"]["subflows"].as_array().map_or(0.0, |a| {
             a.iter().filter(|x| x["client_interface"] == iface).map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).sum()

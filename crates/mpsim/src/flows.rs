@@ -438,26 +438,25 @@ impl Simulation {
     /// MPTCP endpoints on either end of `link` learn that the interface
     /// went down or came up (their path managers react).
     fn notify_mptcp_interfaces(&mut self, link: LinkId, up: bool) {
-        for ep in 0..self.endpoints.len() {
-            let e = &mut self.endpoints[ep];
-            let EpKind::Mptcp(c) = &mut e.kind else { continue };
-            for side in 0..2 {
-                if self.topo.end(link, side) == e.host {
-                    c.set_local_addr_up(self.now, mpsim_net::iface_addr(link, side), up);
-                    self.work.push(ep as u32);
-                }
-            }
-        }
-        self.drain_work();
+        let now = self.now;
+        self.on_mptcp_ends(link, |c, addr| c.set_local_addr_up(now, addr, up));
     }
 
+    /// MPTCP endpoints on either end of `link` make it a backup (or
+    /// regular) interface and tell their peers with MP_PRIO.
     fn notify_mptcp_priority(&mut self, link: LinkId, backup: bool) {
+        self.on_mptcp_ends(link, |c, addr| c.set_local_addr_backup(addr, backup));
+    }
+
+    /// Calls `f` with every MPTCP endpoint on a host at either end of
+    /// `link` and its address there, then services them.
+    fn on_mptcp_ends(&mut self, link: LinkId, mut f: impl FnMut(&mut MptcpConnection, mpsim_core::Addr)) {
         for ep in 0..self.endpoints.len() {
             let e = &mut self.endpoints[ep];
             let EpKind::Mptcp(c) = &mut e.kind else { continue };
             for side in 0..2 {
                 if self.topo.end(link, side) == e.host {
-                    c.set_local_addr_backup(mpsim_net::iface_addr(link, side), backup);
+                    f(c, mpsim_net::iface_addr(link, side));
                     self.work.push(ep as u32);
                 }
             }

@@ -17,6 +17,7 @@ struct Net {
     cc: &'static str,
     /// Linux mode (PRR in recovery) rather than reference.
     linux: bool,
+    sndbuf_bytes: Option<u64>,
 }
 
 fn loss_strategy() -> impl Strategy<Value = Value> {
@@ -42,8 +43,9 @@ fn net_strategy() -> impl Strategy<Value = Net> {
         any::<bool>(),
         prop_oneof![Just("reno"), Just("cubic"), Just("vegas")],
         any::<bool>(),
+        proptest::option::of(2_000u64..200_000),
     )
-        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc, linux)| Net {
+        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc, linux, sndbuf_bytes)| Net {
             loss,
             jitter_ms,
             outage,
@@ -52,6 +54,7 @@ fn net_strategy() -> impl Strategy<Value = Net> {
             delayed_ack,
             cc,
             linux,
+            sndbuf_bytes,
         })
 }
 
@@ -79,6 +82,7 @@ fn scenario(n: &Net, seed: u64) -> Value {
     }
     spec["flows"][0]["app"] = download(Some(n.size_bytes));
     spec["flows"][0]["cc_mode"] = json!(if n.linux { "linux" } else { "reference" });
+    spec["flows"][0]["sndbuf_bytes"] = json!(n.sndbuf_bytes);
     spec
 }
 
@@ -107,6 +111,7 @@ fn a_transfer_survives_a_ten_second_outage() {
         delayed_ack: true,
         cc: "reno",
         linux: false,
+        sndbuf_bytes: None,
     };
     let (_sim, s) = run(&scenario(&n, 1)).expect("spec builds");
     let f = &s["flows"]["f0"];
@@ -127,6 +132,7 @@ fn heavy_reordering_alone_loses_nothing() {
         delayed_ack: true,
         cc: "reno",
         linux: false,
+        sndbuf_bytes: None,
     };
     let (_sim, s) = run(&scenario(&n, 3)).expect("spec builds");
     assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(2_000_000));

@@ -446,3 +446,15 @@ def test_mp_prio_keeps_data_off_a_backup_interface(tmp_path):
     assert cell.loc[8.0] - cell.loc[4.0] == 0
     assert wifi.loc[8.0] - wifi.loc[4.0] > 1_500_000
     assert res.summary["flows"]["mp"]["subflows"][1]["backup"] is True
+
+
+@needs_engine
+def test_backup_scenario_uses_3g_only_when_wifi_cannot_carry_or_is_backup_too():
+    res = run(SCENARIOS / "wifi-3g-backup.toml")
+    rx = res.interfaces[res.interfaces["node"] == "client"].pivot(index="time_s", columns="interface", values="rx_bps")
+    cell = rx["3g"]
+    assert cell.loc[5:29].max() == 0  # backup, wifi works
+    assert cell.loc[32:48].min() > 1.5e6  # wifi down
+    assert cell.loc[53:69].max() == 0  # a new wifi subflow carries again
+    assert cell.loc[72:89].min() > 1.5e6  # wifi made a backup too (MP_PRIO): both carry
+    assert cell.loc[93:].max() == 0

@@ -254,3 +254,18 @@ fn data_every_subflow_carried_is_retried_once_after_a_failure() {
     let p1 = f["subflows"][0]["bytes_delivered"].as_u64().unwrap_or(0);
     assert!(p1 > 10_000_000, "{f}");
 }
+
+#[test]
+fn an_upload_uses_every_subflow() {
+    // The client sends: it may use an MP_JOIN subflow only after the
+    // server's fourth ACK (RFC 8684 3.2), which the server must send at once.
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 40.0]);
+    t.duration_s = 30.0;
+    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", json!({"kind": "upload", "size_bytes": null}))];
+    let (_, s) = run(&t.spec()).expect("spec builds");
+    let f = &s["flows"]["mp"];
+    let per_path: Vec<f64> =
+        f["subflows"].as_array().expect("subflows").iter().map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).collect();
+    assert_eq!(per_path.len(), 2, "{f}");
+    assert!(per_path.iter().all(|&g| g > 8_000_000.0), "{f}");
+}

@@ -117,17 +117,30 @@ impl MptcpConnection {
                 }
             }
             self.out_sink = sink;
-            return;
+        } else {
+            loop {
+                let sub = &mut self.subs[r];
+                let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
+                let Some(mut p) = sub.sf.poll_transmit(now, &mut cx) else { break };
+                self.decorate(r, &mut p);
+                self.emit(p);
+            }
         }
-        loop {
-            let sub = &mut self.subs[r];
-            let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-            let Some(mut p) = sub.sf.poll_transmit(now, &mut cx) else { break };
-            self.decorate(r, &mut p);
-            self.emit(p);
+        if self.subs[r].third_ack_pending && !self.is_client {
+            self.send_fourth_ack(now, r);
         }
         // Sending raises no subflow events: `after_subflow_activity` runs
         // after segments and timeouts only.
+    }
+
+    /// The responder of an MP_JOIN acknowledges its third ACK at once, with
+    /// a segment of its own if nothing else went out: until this "fourth
+    /// ACK" arrives the initiator may not send on the subflow (RFC 8684 3.2).
+    fn send_fourth_ack(&mut self, now: SimTime, r: usize) {
+        let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
+        self.decorate(r, &mut p);
+        self.subs[r].third_ack_pending = false;
+        self.emit(p);
     }
 
     /// Sends what the scheduler queued, one subflow after the other, as

@@ -3,7 +3,7 @@
 //! going down and coming back), the receiving application gets exactly the
 //! bytes sent, in order, and the transfer completes.
 
-use mpsim::testbed::{download, no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
+use mpsim::testbed::{no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -18,6 +18,8 @@ struct Case {
     /// A link made backup (MP_PRIO) at a time, and regular again later.
     priority: Option<(usize, f64, f64)>,
     sndbuf_bytes: Option<u64>,
+    /// The client sends (upload) rather than receives.
+    upload: bool,
     backup_p2: bool,
     size_bytes: u64,
 }
@@ -55,7 +57,8 @@ fn spec(c: &Case, seed: u64) -> Value {
     t.duration_s = 1800.0;
     t.seed = seed;
     t.loss = c.loss.clone();
-    let mut f = TwoPath::mptcp_flow("mp", c.cc, download(Some(c.size_bytes)));
+    let app = json!({"kind": if c.upload { "upload" } else { "download" }, "size_bytes": c.size_bytes});
+    let mut f = TwoPath::mptcp_flow("mp", c.cc, app);
     f["scheduler"] = json!(c.scheduler);
     f["path_manager"] = json!(c.path_manager);
     if c.backup_p2 {
@@ -113,6 +116,7 @@ fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
                 outage: None,
                 priority: None,
                 sndbuf_bytes: None,
+                upload: false,
                 backup_p2: false,
                 size_bytes: 3_000_000,
             };

@@ -45,11 +45,26 @@ fn case() -> impl Strategy<Value = Case> {
         proptest::option::of((0usize..2, 0.1f64..3.0, 0.1f64..3.0)),
         proptest::option::of(8_000u64..512_000),
         any::<bool>(),
+        any::<bool>(),
         50_000u64..4_000_000,
     )
-        .prop_map(|(scheduler, path_manager, cc, loss, jitter_ms, outage, priority, sndbuf_bytes, backup_p2, size_bytes)| {
-            Case { scheduler, path_manager, cc, loss, jitter_ms, outage, priority, sndbuf_bytes, backup_p2, size_bytes }
-        })
+        .prop_map(
+            |(scheduler, path_manager, cc, loss, jitter_ms, outage, priority, sndbuf_bytes, upload, backup_p2, size_bytes)| {
+                Case {
+                    scheduler,
+                    path_manager,
+                    cc,
+                    loss,
+                    jitter_ms,
+                    outage,
+                    priority,
+                    sndbuf_bytes,
+                    upload,
+                    backup_p2,
+                    size_bytes,
+                }
+            },
+        )
 }
 
 fn spec(c: &Case, seed: u64) -> Value {

@@ -269,3 +269,22 @@ fn an_upload_uses_every_subflow() {
     assert_eq!(per_path.len(), 2, "{f}");
     assert!(per_path.iter().all(|&g| g > 8_000_000.0), "{f}");
 }
+
+#[test]
+fn a_lost_third_ack_of_an_mp_join_is_sent_again() {
+    // Everything from the client on p2 is lost from 60 to 130 ms, when the
+    // MP_JOIN's third ACK goes out (SYN at about 40 ms, 60 ms round trip).
+    // Without a retransmission the subflow never becomes usable (spec 5).
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+    t.duration_s = 20.0;
+    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", download(None))];
+    let mut spec = t.spec();
+    spec["links"][1]["events"] = json!([
+        {"at_ps": 60 * PS_PER_MS, "direction": "a_to_b", "loss": bernoulli(1.0)},
+        {"at_ps": 130 * PS_PER_MS, "direction": "a_to_b", "loss": no_loss()},
+    ]);
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["mp"];
+    let p2 = f["subflows"][1]["goodput_bps"].as_f64().unwrap_or(0.0);
+    assert!(p2 > 8_000_000.0, "{f}");
+}

@@ -74,6 +74,12 @@ pub(super) struct Sub {
     pub queued: bool,
     /// Our priority changed: an MP_PRIO with `backup` is to be sent on it.
     pub prio_pending: bool,
+    /// MP_JOIN initiator: the third ACK just went out.
+    pub join_ack_sent: bool,
+    /// MP_JOIN initiator: when the third ACK goes out again if no fourth
+    /// ACK came (spec 5), and how many times it went out already.
+    pub join_ack_due: Option<SimTime>,
+    pub join_ack_backoff: u32,
 }
 
 impl Sub {
@@ -102,6 +108,9 @@ impl Sub {
             dirty: true,
             queued: false,
             prio_pending: false,
+            join_ack_sent: false,
+            join_ack_due: None,
+            join_ack_backoff: 0,
         }
     }
 
@@ -450,17 +459,16 @@ impl MptcpConnection {
     // ----- timers -----
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        // A plain loop: the engine asks after every segment.
-        let mut next = self.meta_rto_at;
+        // A plain loop over plain integers: the engine asks after every segment.
+        let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
+        let mut next = at(self.meta_rto_at);
         for u in &self.unechoed {
-            next = Some(next.map_or(u.due, |n| n.min(u.due)));
+            next = next.min(u.due.0);
         }
         for s in self.subs.iter().filter(|s| !s.gone) {
-            if let Some(t) = s.sf.poll_timeout() {
-                next = Some(next.map_or(t, |n| n.min(t)));
-            }
+            next = next.min(at(s.sf.poll_timeout())).min(at(s.join_ack_due));
         }
-        next
+        (next != u64::MAX).then_some(SimTime(next))
     }
 
     pub fn handle_timeout(&mut self, now: SimTime) {
@@ -479,6 +487,18 @@ impl MptcpConnection {
             self.on_meta_timeout(now);
         }
         self.on_add_addr_timeout(now);
+        self.on_join_ack_timeout(now);
+    }
+
+    /// The fourth ACK of an MP_JOIN did not come: the third goes out again (spec 5).
+    fn on_join_ack_timeout(&mut self, now: SimTime) {
+        for s in self.subs.iter_mut().filter(|s| s.join_ack_due.is_some_and(|t| t <= now)) {
+            s.join_ack_due = None;
+            if !s.ready && !s.gone {
+                s.third_ack_pending = true;
+                s.dirty = true;
+            }
+        }
     }
 
     /// ADD_ADDRs whose echo did not come in time go out again (spec 9).
@@ -654,6 +674,7 @@ impl MptcpConnection {
             }
             (Kind::Join, true) if !self.subs[r].ready && self.subs[r].sf.state.is_synchronised() && !syn_ack => {
                 self.subs[r].ready = true; // fourth ACK
+                self.subs[r].join_ack_due = None;
             }
             _ => {}
         }
@@ -824,6 +845,7 @@ impl MptcpConnection {
         }
         self.subs[r].gone = true;
         self.subs[r].ready = false;
+        self.subs[r].join_ack_due = None;
         self.cc[r].established = false;
         self.cc[r].can_send = false;
         self.ctrl.on_subflow_removed(&self.cc, r);

@@ -126,21 +126,35 @@ impl MptcpConnection {
                 self.emit(p);
             }
         }
-        if self.subs[r].third_ack_pending && !self.is_client {
-            self.send_fourth_ack(now, r);
+        let sub = &self.subs[r];
+        if sub.third_ack_pending && (!self.is_client || sub.kind == Kind::Join) {
+            self.send_join_ack(now, r);
+        }
+        if std::mem::take(&mut self.subs[r].join_ack_sent) {
+            self.arm_join_ack_timer(now, r);
         }
         // Sending raises no subflow events: `after_subflow_activity` runs
         // after segments and timeouts only.
     }
 
-    /// The responder of an MP_JOIN acknowledges its third ACK at once, with
-    /// a segment of its own if nothing else went out: until this "fourth
-    /// ACK" arrives the initiator may not send on the subflow (RFC 8684 3.2).
-    fn send_fourth_ack(&mut self, now: SimTime, r: usize) {
+    /// The ACKs of an MP_JOIN that no data carried: the initiator's third
+    /// (again, after a timeout) and the responder's fourth, which it sends
+    /// at once. Until the fourth arrives the initiator may not send on the
+    /// subflow (RFC 8684 3.2, spec 5).
+    fn send_join_ack(&mut self, now: SimTime, r: usize) {
         let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
         self.decorate(r, &mut p);
         self.subs[r].third_ack_pending = false;
         self.emit(p);
+    }
+
+    /// The third ACK of an MP_JOIN went out: resend it after an RTO
+    /// (doubling each time) unless the fourth ACK comes first.
+    fn arm_join_ack_timer(&mut self, now: SimTime, r: usize) {
+        let s = &mut self.subs[r];
+        let rto = s.sf.rtt.rto().saturating_mul(1u64 << s.join_ack_backoff.min(6));
+        s.join_ack_backoff += 1;
+        s.join_ack_due = Some(now + rto);
     }
 
     /// Sends what the scheduler queued, one subflow after the other, as
@@ -365,9 +379,12 @@ impl MptcpConnection {
                         sender_key: self.local_key,
                         receiver_key: self.remote_key,
                     },
-                    (Kind::Join, true) => MpOption::JoinAck {
-                        hmac: crypto::join_ack_hmac160(self.local_key, self.remote_key, sub.local_nonce, sub.remote_nonce),
-                    },
+                    (Kind::Join, true) => {
+                        sub.join_ack_sent = true;
+                        MpOption::JoinAck {
+                            hmac: crypto::join_ack_hmac160(self.local_key, self.remote_key, sub.local_nonce, sub.remote_nonce),
+                        }
+                    }
                     _ => MpOption::None,
                 }
             }

@@ -288,3 +288,22 @@ fn a_lost_third_ack_of_an_mp_join_is_sent_again() {
     let p2 = f["subflows"][1]["goodput_bps"].as_f64().unwrap_or(0.0);
     assert!(p2 > 8_000_000.0, "{f}");
 }
+
+#[test]
+fn a_lost_fourth_ack_is_sent_again_when_the_third_comes_again() {
+    // An upload: the server sends nothing on the joined subflow but its
+    // fourth ACK, lost here (everything towards the client on p2 is lost
+    // from 90 to 400 ms); the client's repeated third ACK must get another.
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+    t.duration_s = 20.0;
+    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", json!({"kind": "upload", "size_bytes": null}))];
+    let mut spec = t.spec();
+    spec["links"][1]["events"] = json!([
+        {"at_ps": 90 * PS_PER_MS, "direction": "b_to_a", "loss": bernoulli(1.0)},
+        {"at_ps": 400 * PS_PER_MS, "direction": "b_to_a", "loss": no_loss()},
+    ]);
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["mp"];
+    let p2 = f["subflows"][1]["goodput_bps"].as_f64().unwrap_or(0.0);
+    assert!(p2 > 8_000_000.0, "{f}");
+}

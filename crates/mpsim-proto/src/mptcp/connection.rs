@@ -725,6 +725,8 @@ impl MptcpConnection {
                 }
             }
             MpOption::MpPrio { backup } => self.subs[r].backup = backup,
+            // The initiator sent its third ACK again: our fourth was lost.
+            MpOption::JoinAck { .. } if !self.is_client && self.subs[r].ready => self.subs[r].third_ack_pending = true,
             _ => {}
         }
     }

@@ -307,3 +307,37 @@ fn a_lost_fourth_ack_is_sent_again_when_the_third_comes_again() {
     let p2 = f["subflows"][1]["goodput_bps"].as_f64().unwrap_or(0.0);
     assert!(p2 > 8_000_000.0, "{f}");
 }
+
+#[test]
+fn handshake_losses_never_leave_a_subflow_unusable() {
+    // Every direction of both paths loses everything for a while, at the
+    // moments of the MP_CAPABLE and MP_JOIN handshakes (SYN, SYN/ACK, third
+    // and fourth ACKs, ADD_ADDR) and for longer spells: both subflows end up
+    // carrying data, in downloads and uploads, and nothing falls back.
+    let mut failures = vec![];
+    for kind in ["download", "upload"] {
+        for link in [0usize, 1] {
+            for dir in ["a_to_b", "b_to_a"] {
+                for (from_ms, len_ms) in [(0u64, 25u64), (15, 30), (30, 50), (50, 60), (80, 100), (0, 300), (100, 1500)] {
+                    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+                    t.duration_s = 30.0;
+                    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", json!({"kind": kind, "size_bytes": 20_000_000u64}))];
+                    let mut spec = t.spec();
+                    spec["links"][link]["events"] = json!([
+                        {"at_ps": from_ms * PS_PER_MS, "direction": dir, "loss": bernoulli(1.0)},
+                        {"at_ps": (from_ms + len_ms) * PS_PER_MS, "direction": dir, "loss": no_loss()},
+                    ]);
+                    let (_, s) = run(&spec).expect("spec builds");
+                    let f = &s["flows"]["mp"];
+                    let carrying = f["subflows"]
+                        .as_array()
+                        .map_or(0, |a| a.iter().filter(|x| x["bytes_delivered"].as_u64().unwrap_or(0) > 3_000_000).count());
+                    if f["bytes_delivered"].as_u64() != Some(20_000_000) || carrying < 2 || f["fallback"] != json!(false) {
+                        failures.push(format!("{kind} link {link} {dir} {from_ms}+{len_ms} ms: {f}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

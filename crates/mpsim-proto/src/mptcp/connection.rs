@@ -672,6 +672,11 @@ impl MptcpConnection {
                 // The fourth ACK tells the client it may send.
                 self.subs[r].third_ack_pending = true;
             }
+            // The responder sent its SYN/ACK again: it has not seen our
+            // third ACK, which goes out again with the answer.
+            (Kind::Join, true) if !self.subs[r].ready && self.subs[r].sf.state.is_synchronised() && syn_ack => {
+                self.subs[r].third_ack_pending = true;
+            }
             (Kind::Join, true) if !self.subs[r].ready && self.subs[r].sf.state.is_synchronised() && !syn_ack => {
                 self.subs[r].ready = true; // fourth ACK
                 self.subs[r].join_ack_due = None;

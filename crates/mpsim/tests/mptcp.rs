@@ -341,3 +341,42 @@ fn handshake_losses_never_leave_a_subflow_unusable() {
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Client `c1`, `c2` and server `w1`, `w2` interfaces around one router:
+/// fullmesh opens four subflows (two after the server's ADD_ADDR).
+fn both_multihomed(kind: &str, events_on: usize, events: Value) -> Value {
+    let d = |ms: f64| dir(10_000_000, ms, 100, no_loss());
+    let mut links = vec![
+        link("c1", "client", "r", d(10.0), d(10.0)),
+        link("c2", "client", "r", d(20.0), d(20.0)),
+        link("w1", "r", "server", d(5.0), d(5.0)),
+        link("w2", "r", "server", d(5.0), d(5.0)),
+    ];
+    links[events_on]["events"] = events;
+    let f = TwoPath::mptcp_flow("mp", "lia", json!({"kind": kind, "size_bytes": 30_000_000u64}));
+    json!({"name": "both-multihomed", "seed": 1, "duration_ps": 120 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66,
+           "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
+           "links": links, "flows": [f], "record": {"interfaces": false, "subflows": false, "pcap": []}})
+}
+
+#[test]
+fn four_subflows_between_multihomed_hosts_survive_an_interface_outage() {
+    for kind in ["download", "upload"] {
+        let (_, s) = run(&both_multihomed(kind, 0, json!([]))).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let subs = f["subflows"].as_array().expect("subflows");
+        assert_eq!(subs.len(), 4, "{f}");
+        assert!(subs.iter().all(|x| x["bytes_delivered"].as_u64().unwrap_or(0) > 3_000_000), "{f}");
+        for l in 0..4 {
+            let outage = json!([{"at_ps": 5 * PS_PER_S, "up": false}, {"at_ps": 8 * PS_PER_S, "up": true}]);
+            let (_, s) = run(&both_multihomed(kind, l, outage)).expect("spec builds");
+            let f = &s["flows"]["mp"];
+            assert_eq!(f["bytes_delivered"].as_u64(), Some(30_000_000), "{kind}, link {l} down: {f}");
+            let carrying = f["subflows"]
+                .as_array()
+                .map_or(0, |a| a.iter().filter(|x| x["bytes_delivered"].as_u64().unwrap_or(0) > 1_000_000).count());
+            assert!(carrying >= 3, "{kind}, link {l} down: {f}");
+        }
+    }
+}

@@ -20,6 +20,8 @@ struct Case {
     sndbuf_bytes: Option<u64>,
     /// The client sends (upload) rather than receives.
     upload: bool,
+    /// Every controller and the subflows in linux mode (PRR in recovery).
+    linux: bool,
     backup_p2: bool,
     size_bytes: u64,
 }
@@ -44,12 +46,24 @@ fn case() -> impl Strategy<Value = Case> {
         proptest::option::of((0usize..2, 0.5f64..5.0, 0.5f64..5.0)),
         proptest::option::of((0usize..2, 0.1f64..3.0, 0.1f64..3.0)),
         proptest::option::of(8_000u64..512_000),
-        any::<bool>(),
+        (any::<bool>(), any::<bool>()),
         any::<bool>(),
         50_000u64..4_000_000,
     )
         .prop_map(
-            |(scheduler, path_manager, cc, loss, jitter_ms, outage, priority, sndbuf_bytes, upload, backup_p2, size_bytes)| {
+            |(
+                scheduler,
+                path_manager,
+                cc,
+                loss,
+                jitter_ms,
+                outage,
+                priority,
+                sndbuf_bytes,
+                (upload, linux),
+                backup_p2,
+                size_bytes,
+            )| {
                 Case {
                     scheduler,
                     path_manager,
@@ -60,6 +74,7 @@ fn case() -> impl Strategy<Value = Case> {
                     priority,
                     sndbuf_bytes,
                     upload,
+                    linux,
                     backup_p2,
                     size_bytes,
                 }
@@ -80,6 +95,7 @@ fn spec(c: &Case, seed: u64) -> Value {
         f["backup_interfaces"] = json!(["p2"]);
     }
     f["sndbuf_bytes"] = json!(c.sndbuf_bytes);
+    f["cc_mode"] = json!(if c.linux { "linux" } else { "reference" });
     t.flows = vec![f];
     let mut s = t.spec();
     for l in 0..2 {
@@ -132,6 +148,7 @@ fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
                 priority: None,
                 sndbuf_bytes: None,
                 upload: false,
+                linux: false,
                 backup_p2: false,
                 size_bytes: 3_000_000,
             };

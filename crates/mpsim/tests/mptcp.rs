@@ -195,10 +195,15 @@ fn multihomed_server(add_addr_timeout_s: Option<f64>, lose_server_to_client: (f6
     if let Some(t) = add_addr_timeout_s {
         f["add_addr_timeout_ps"] = json!((t * PS_PER_S as f64) as u64);
     }
-    json!({"name": "multihomed", "seed": 1, "duration_ps": 10 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+    client_router_server("multihomed", 10, links, f)
+}
+
+/// A spec of hosts `client` and `server` around router `r`, one flow.
+fn client_router_server(name: &str, duration_s: u64, links: Vec<Value>, flow: Value) -> Value {
+    json!({"name": name, "seed": 1, "duration_ps": duration_s * PS_PER_S, "sample_interval_ps": PS_PER_S,
            "mss_bytes": 1448, "header_bytes": 66,
            "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
-           "links": links, "flows": [f], "record": {"interfaces": false, "subflows": false, "pcap": []}})
+           "links": links, "flows": [flow], "record": {"interfaces": false, "subflows": false, "pcap": []}})
 }
 
 #[test]
@@ -270,19 +275,27 @@ fn an_upload_uses_every_subflow() {
     assert!(per_path.iter().all(|&g| g > 8_000_000.0), "{f}");
 }
 
+/// An MPTCP transfer running `app` over two 10 Mbps paths (10 and 30 ms
+/// one-way) for `duration_s`, where `link` loses everything in direction
+/// `dir` from `from_ms` for `len_ms`.
+fn with_blackout(app: Value, link: usize, dir: &str, from_ms: u64, len_ms: u64, duration_s: f64) -> Value {
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+    t.duration_s = duration_s;
+    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", app)];
+    let mut spec = t.spec();
+    spec["links"][link]["events"] = json!([
+        {"at_ps": from_ms * PS_PER_MS, "direction": dir, "loss": bernoulli(1.0)},
+        {"at_ps": (from_ms + len_ms) * PS_PER_MS, "direction": dir, "loss": no_loss()},
+    ]);
+    spec
+}
+
 #[test]
 fn a_lost_third_ack_of_an_mp_join_is_sent_again() {
     // Everything from the client on p2 is lost from 60 to 130 ms, when the
     // MP_JOIN's third ACK goes out (SYN at about 40 ms, 60 ms round trip).
     // Without a retransmission the subflow never becomes usable (spec 5).
-    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
-    t.duration_s = 20.0;
-    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", download(None))];
-    let mut spec = t.spec();
-    spec["links"][1]["events"] = json!([
-        {"at_ps": 60 * PS_PER_MS, "direction": "a_to_b", "loss": bernoulli(1.0)},
-        {"at_ps": 130 * PS_PER_MS, "direction": "a_to_b", "loss": no_loss()},
-    ]);
+    let spec = with_blackout(download(None), 1, "a_to_b", 60, 70, 20.0);
     let (_, s) = run(&spec).expect("spec builds");
     let f = &s["flows"]["mp"];
     let p2 = f["subflows"][1]["goodput_bps"].as_f64().unwrap_or(0.0);
@@ -294,14 +307,7 @@ fn a_lost_fourth_ack_is_sent_again_when_the_third_comes_again() {
     // An upload: the server sends nothing on the joined subflow but its
     // fourth ACK, lost here (everything towards the client on p2 is lost
     // from 90 to 400 ms); the client's repeated third ACK must get another.
-    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
-    t.duration_s = 20.0;
-    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", json!({"kind": "upload", "size_bytes": null}))];
-    let mut spec = t.spec();
-    spec["links"][1]["events"] = json!([
-        {"at_ps": 90 * PS_PER_MS, "direction": "b_to_a", "loss": bernoulli(1.0)},
-        {"at_ps": 400 * PS_PER_MS, "direction": "b_to_a", "loss": no_loss()},
-    ]);
+    let spec = with_blackout(json!({"kind": "upload", "size_bytes": null}), 1, "b_to_a", 90, 310, 20.0);
     let (_, s) = run(&spec).expect("spec builds");
     let f = &s["flows"]["mp"];
     let p2 = f["subflows"][1]["goodput_bps"].as_f64().unwrap_or(0.0);
@@ -319,15 +325,8 @@ fn handshake_losses_never_leave_a_subflow_unusable() {
         for link in [0usize, 1] {
             for dir in ["a_to_b", "b_to_a"] {
                 for (from_ms, len_ms) in [(0u64, 25u64), (15, 30), (30, 50), (50, 60), (80, 100), (0, 300), (100, 1500)] {
-                    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
-                    t.duration_s = 30.0;
-                    t.flows = vec![TwoPath::mptcp_flow("mp", "lia", json!({"kind": kind, "size_bytes": 20_000_000u64}))];
-                    let mut spec = t.spec();
-                    spec["links"][link]["events"] = json!([
-                        {"at_ps": from_ms * PS_PER_MS, "direction": dir, "loss": bernoulli(1.0)},
-                        {"at_ps": (from_ms + len_ms) * PS_PER_MS, "direction": dir, "loss": no_loss()},
-                    ]);
-                    let (_, s) = run(&spec).expect("spec builds");
+                    let app = json!({"kind": kind, "size_bytes": 20_000_000u64});
+                    let (_, s) = run(&with_blackout(app, link, dir, from_ms, len_ms, 30.0)).expect("spec builds");
                     let f = &s["flows"]["mp"];
                     let carrying = f["subflows"]
                         .as_array()
@@ -354,10 +353,7 @@ fn both_multihomed(kind: &str, events_on: usize, events: Value) -> Value {
     ];
     links[events_on]["events"] = events;
     let f = TwoPath::mptcp_flow("mp", "lia", json!({"kind": kind, "size_bytes": 30_000_000u64}));
-    json!({"name": "both-multihomed", "seed": 1, "duration_ps": 120 * PS_PER_S, "sample_interval_ps": PS_PER_S,
-           "mss_bytes": 1448, "header_bytes": 66,
-           "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
-           "links": links, "flows": [f], "record": {"interfaces": false, "subflows": false, "pcap": []}})
+    client_router_server("both-multihomed", 120, links, f)
 }
 
 #[test]

@@ -277,32 +277,25 @@ class _Checker:
             return
         if not flow.client_interfaces:
             self.add(("flow", i, "client_interfaces"), "client_interfaces must name at least one link")
-        attached = self.links_of.get(flow.client, [])
-        seen: set[str] = set()
-        for j, name in enumerate(flow.client_interfaces):
-            loc = ("flow", i, "client_interfaces", j)
-            if name not in self.links:
-                self.add(loc, f"unknown link '{name}'")
-            elif name not in attached:
-                self.add(loc, f"link '{name}' is not attached to client '{flow.client}'")
-            elif name in seen:
-                self.add(loc, f"link '{name}' is listed twice")
-            seen.add(name)
+        self._check_client_links(i, flow, "client_interfaces", flow.client_interfaces, usable=None)
 
     def _check_backup_interfaces(self, i: int, flow: Flow) -> None:
         """Backup interfaces are client links the flow may use (MPTCP's MP_JOIN B flag)."""
         if flow.backup_interfaces is None or flow.transport != "mptcp":
             return  # on another transport the key itself is the error
+        self._check_client_links(i, flow, "backup_interfaces", flow.backup_interfaces, usable=flow.client_interfaces)
+
+    def _check_client_links(self, i: int, flow: Flow, key: str, names: list[str], usable: list[str] | None) -> None:
+        """Each of `names` is a link attached to the client, listed once (and in `usable` if given)."""
         attached = self.links_of.get(flow.client, [])
-        usable = flow.client_interfaces if flow.client_interfaces is not None else attached
         seen: set[str] = set()
-        for j, name in enumerate(flow.backup_interfaces):
-            loc = ("flow", i, "backup_interfaces", j)
+        for j, name in enumerate(names):
+            loc = ("flow", i, key, j)
             if name not in self.links:
                 self.add(loc, f"unknown link '{name}'")
             elif name not in attached:
                 self.add(loc, f"link '{name}' is not attached to client '{flow.client}'")
-            elif name not in usable:
+            elif usable is not None and name not in usable:
                 self.add(loc, f"link '{name}' is not in client_interfaces")
             elif name in seen:
                 self.add(loc, f"link '{name}' is listed twice")

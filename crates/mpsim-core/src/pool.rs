@@ -18,18 +18,8 @@ impl PacketPool {
         PacketPool { slots: Vec::with_capacity(n), free: Vec::with_capacity(n) }
     }
 
-    pub fn alloc(&mut self, p: Packet) -> PacketId {
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = p;
-            PacketId(i)
-        } else {
-            self.slots.push(p);
-            PacketId(self.slots.len() as u32 - 1)
-        }
-    }
-
-    /// Copies `p` into a slot: one copy, where `alloc(*p)` makes two.
-    pub fn alloc_copy(&mut self, p: &Packet) -> PacketId {
+    /// Copies `p` into a free slot (the header is copied once).
+    pub fn alloc(&mut self, p: &Packet) -> PacketId {
         if let Some(i) = self.free.pop() {
             self.slots[i as usize] = *p;
             PacketId(i)
@@ -76,15 +66,15 @@ mod tests {
     #[test]
     fn freed_slots_are_reused() {
         let mut pool = PacketPool::default();
-        let a = pool.alloc(Packet { seq: 1, ..Default::default() });
-        let _b = pool.alloc(Packet { seq: 2, ..Default::default() });
+        let a = pool.alloc(&Packet { seq: 1, ..Default::default() });
+        let _b = pool.alloc(&Packet { seq: 2, ..Default::default() });
         assert_eq!(pool.take(a).seq, 1);
-        let c = pool.alloc(Packet { seq: 3, ..Default::default() });
+        let c = pool.alloc(&Packet { seq: 3, ..Default::default() });
         assert_eq!(c, a);
         assert_eq!(pool.live(), 2);
         assert_eq!(pool.capacity_used(), 2);
         pool.free(c);
-        let d = pool.alloc_copy(&Packet { seq: 4, ..Default::default() });
+        let d = pool.alloc(&Packet { seq: 4, ..Default::default() });
         assert_eq!((d, pool.get(d).seq, pool.live()), (a, 4, 2));
     }
 }

@@ -326,7 +326,7 @@ impl Simulation {
             return;
         }
         let dir = 2 * link.0 + side;
-        let pid = self.pool.alloc_copy(pkt);
+        let pid = self.pool.alloc(pkt);
         self.transmit(dir, pid);
     }
 

@@ -236,10 +236,8 @@ pub struct MptcpConnection {
     pub(super) last_rx_sub: usize,
     pub(super) add_addr_accepted: u8,
     pub(super) rr_last: usize,
-    pub(super) out: VecDeque<Packet>,
-    /// The engine's buffer, lent during `drain_transmit`.
-    pub(super) out_sink: Vec<Packet>,
-    pub(super) draining: bool,
+    /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
+    pub(super) out: Vec<Packet>,
     pub(super) events: VecDeque<AppEvent>,
     pub(super) mevents: VecDeque<MptcpEvent>,
     pub(super) connected_reported: bool,
@@ -306,9 +304,7 @@ impl MptcpConnection {
             last_rx_sub: 0,
             add_addr_accepted: 0,
             rr_last: usize::MAX,
-            out: VecDeque::new(),
-            out_sink: Vec::new(),
-            draining: false,
+            out: Vec::new(),
             events: VecDeque::new(),
             mevents: VecDeque::new(),
             connected_reported: false,

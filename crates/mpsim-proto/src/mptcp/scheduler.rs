@@ -14,7 +14,7 @@ impl MptcpConnection {
         s.ready && !s.gone && !s.pf && s.sf.state.can_send() && self.cc[r].ca_state != CaState::Loss
     }
 
-    fn has_room(&self, r: usize, len: u32) -> bool {
+    pub(super) fn has_room(&self, r: usize, len: u32) -> bool {
         self.subs[r].sf.has_send_room(&self.cc[r], len as u64)
     }
 

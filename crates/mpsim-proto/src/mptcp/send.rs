@@ -23,45 +23,32 @@ pub(super) struct NextSeg {
 }
 
 impl MptcpConnection {
+    /// The next packet to send (one at a time; the engine uses `drain_transmit`).
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
         if self.out.is_empty() && !self.quiet {
             self.fill(now);
             // Until the next input, another fill would find nothing new.
             self.quiet = true;
         }
-        self.out.pop_front()
+        (!self.out.is_empty()).then(|| self.out.remove(0))
     }
 
-    /// Everything `poll_transmit` would return, appended to `sink` in the
-    /// same order without the intermediate queue (the engine's hot path).
+    /// Everything there is to send, appended to `sink` in order, built in
+    /// `sink` itself (the engine's hot path).
     pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
-        self.move_queued(sink);
+        // Packets emitted since the last call (rare) go first.
+        sink.append(&mut self.out);
+        std::mem::swap(&mut self.out, sink);
         if !self.quiet {
-            std::mem::swap(&mut self.out_sink, sink);
-            self.draining = true;
             self.fill(now);
-            self.draining = false;
-            std::mem::swap(&mut self.out_sink, sink);
-            self.move_queued(sink);
             self.quiet = true;
         }
+        std::mem::swap(&mut self.out, sink);
     }
 
-    /// Packets queued outside `drain_transmit` (rare), in order, to `sink`.
-    fn move_queued(&mut self, sink: &mut Vec<Packet>) {
-        if !self.out.is_empty() {
-            sink.extend(self.out.drain(..));
-        }
-    }
-
-    /// A packet ready to leave: straight into the engine's buffer while
-    /// `drain_transmit` runs, else into the queue `poll_transmit` pops.
+    /// A packet ready to leave.
     pub(super) fn emit(&mut self, p: Packet) {
-        if self.draining {
-            self.out_sink.push(p);
-        } else {
-            self.out.push_back(p);
-        }
+        self.out.push(p);
     }
 
     fn fill(&mut self, now: SimTime) {
@@ -104,28 +91,18 @@ impl MptcpConnection {
     /// Everything subflow `r` wants to send by itself (handshake,
     /// retransmissions, ACKs, and data already assigned to it).
     pub(super) fn drain_subflow(&mut self, now: SimTime, r: usize) {
-        if self.draining {
-            // Built in place in the engine's buffer, then decorated there.
-            let mut sink = std::mem::take(&mut self.out_sink);
-            loop {
-                let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-                if !self.subs[r].sf.poll_transmit_into(now, &mut cx, &mut sink) {
-                    break;
-                }
-                if let Some(p) = sink.last_mut() {
-                    self.decorate(r, p);
-                }
+        // Built in place in the output buffer, then decorated there.
+        let mut out = std::mem::take(&mut self.out);
+        loop {
+            let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
+            if !self.subs[r].sf.poll_transmit_into(now, &mut cx, &mut out) {
+                break;
             }
-            self.out_sink = sink;
-        } else {
-            loop {
-                let sub = &mut self.subs[r];
-                let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-                let Some(mut p) = sub.sf.poll_transmit(now, &mut cx) else { break };
-                self.decorate(r, &mut p);
-                self.emit(p);
+            if let Some(p) = out.last_mut() {
+                self.decorate(r, p);
             }
         }
+        self.out = out;
         let sub = &self.subs[r];
         if sub.third_ack_pending && (!self.is_client || sub.kind == Kind::Join) {
             self.send_join_ack(now, r);
@@ -194,7 +171,7 @@ impl MptcpConnection {
             return;
         }
         while let Some(seg) = self.next_segment() {
-            if seg.reinject.is_some() || self.send_blocked(&seg) || !self.subs[r].sf.has_send_room(&self.cc[r], seg.len as u64) {
+            if seg.reinject.is_some() || self.send_blocked(&seg) || !self.has_room(r, seg.len) {
                 return;
             }
             self.transmit_on(r, seg);
@@ -319,12 +296,7 @@ impl MptcpConnection {
         if self.state == MpState::Fallback || p.flags.has(TcpFlags::RST) {
             return;
         }
-        let sub = &self.subs[r];
-        let handshake_over = !p.flags.has(TcpFlags::SYN)
-            && !sub.third_ack_pending
-            && (self.peer_confirmed || !self.is_client || sub.kind != Kind::Initial);
-        // Past the handshake `handshake_option` gives None: skip its matching.
-        let option = if handshake_over { MpOption::None } else { self.handshake_option(r, p) };
+        let option = self.handshake_option(r, p);
         let mut dss = None;
         let carries_keys = matches!(option, MpOption::CapableAck { .. } | MpOption::CapableData { .. });
         let server_early = self.state == MpState::Handshake && !self.is_client;

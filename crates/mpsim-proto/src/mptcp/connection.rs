@@ -26,15 +26,6 @@ pub(super) enum Kind {
     Join,
 }
 
-/// One data mapping sent on a subflow: subflow bytes `[ssn, ssn+len)` carry
-/// connection bytes `[dsn, dsn+len)` (relative DSNs, first byte 1).
-#[derive(Clone, Copy, Debug)]
-pub(super) struct TxMap {
-    pub ssn: u64,
-    pub dsn: u64,
-    pub len: u32,
-}
-
 /// A subflow and its MPTCP bookkeeping.
 pub(super) struct Sub {
     pub sf: Subflow,
@@ -53,7 +44,6 @@ pub(super) struct Sub {
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,
-    pub tx_map: VecDeque<TxMap>,
     /// Receive mappings (ssn, dsn, len), ordered by ssn.
     pub rx_map: VecDeque<(u64, u64, u32)>,
     /// Subflow bytes below this were moved to the connection.
@@ -96,7 +86,6 @@ impl Sub {
             third_ack_pending: false,
             pf: false,
             gone: false,
-            tx_map: VecDeque::new(),
             rx_map: VecDeque::new(),
             rx_seen: 1,
             timeouts_seen: 0,
@@ -131,20 +120,6 @@ impl Sub {
     }
     pub fn remote(&self) -> Addr {
         self.sf.remote
-    }
-
-    /// The mapping sent at subflow sequence `ssn`, if one starts there.
-    /// New data is the newest mapping: checked first, before the search.
-    pub fn tx_map_at(&self, ssn: u64) -> Option<TxMap> {
-        // New data is among the newest mappings (queued this round): look
-        // at those first, newest first, before the search.
-        for m in self.tx_map.iter().rev().take(4) {
-            if m.ssn <= ssn {
-                return (m.ssn == ssn).then_some(*m);
-            }
-        }
-        let i = self.tx_map.partition_point(|m| m.ssn < ssn);
-        self.tx_map.get(i).filter(|m| m.ssn == ssn).copied()
     }
 }
 
@@ -248,6 +223,8 @@ pub struct MptcpConnection {
     pub(super) quiet: bool,
     /// Reused buffer of DSN ranges moved from a subflow to the connection.
     pub(super) scratch_ranges: Vec<(u64, u64)>,
+    /// Reused buffer of the scheduler's ranking.
+    pub(super) ranked: Vec<(u64, usize)>,
     pub stats: MptcpStats,
 }
 
@@ -311,6 +288,7 @@ impl MptcpConnection {
             peer_confirmed: false,
             quiet: false,
             scratch_ranges: Vec::new(),
+            ranked: Vec::new(),
             stats: MptcpStats::default(),
         })
     }
@@ -773,9 +751,6 @@ impl MptcpConnection {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
-            while sub.tx_map.front().is_some_and(|m| m.ssn + m.len as u64 <= una) {
-                sub.tx_map.pop_front();
-            }
         }
         if sub.sf.stats.timeouts > sub.timeouts_seen {
             sub.timeouts_seen = sub.sf.stats.timeouts;

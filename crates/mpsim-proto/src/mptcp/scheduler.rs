@@ -22,14 +22,6 @@ impl MptcpConnection {
         seg.reinject.is_some() && mask & (1u64 << (r % 64)) != 0
     }
 
-    /// The subflow for `seg`, or None to wait.
-    pub(super) fn pick(&mut self, seg: &NextSeg) -> Option<usize> {
-        if seg.reinject.is_none() && seg.dsn + seg.len as u64 > self.send_limit() {
-            return None;
-        }
-        self.pick_ignoring_window(seg)
-    }
-
     pub(super) fn pick_ignoring_window(&mut self, seg: &NextSeg) -> Option<usize> {
         match self.cfg.scheduler {
             SchedulerKind::RoundRobin => self.pick_round_robin(seg),
@@ -68,6 +60,29 @@ impl MptcpConnection {
         let class = if usable[0][0] || usable[0][1] { 0 } else { 1 };
         let carried = if usable[class][0] { 0 } else { 1 };
         best[class][carried].map(|(_, r)| r)
+    }
+
+    /// The subflows `pick_lowest_rtt` would choose among for new data of
+    /// `len` bytes, into `out` as (SRTT, index), best first: those with room
+    /// in the class it would take.
+    pub(super) fn rank_lowest_rtt(&self, len: u32, out: &mut Vec<(u64, usize)>) {
+        out.clear();
+        let mut regular_usable = false;
+        for r in 0..self.subs.len() {
+            if !self.usable(r) {
+                continue;
+            }
+            let backup = self.subs[r].backup;
+            if !backup && !regular_usable {
+                regular_usable = true;
+                out.clear(); // backup subflows only when no regular one is usable
+            }
+            if (backup && regular_usable) || !self.has_room(r, len) {
+                continue;
+            }
+            out.push((self.cc[r].srtt.map_or(0, |s| s.as_ps()), r));
+        }
+        out.sort_unstable();
     }
 
     /// Out-of-tree Linux `roundrobin` (spec 11.2; one segment per turn,

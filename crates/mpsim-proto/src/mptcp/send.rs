@@ -2,7 +2,7 @@
 //! with MPTCP options (handshake, DSS mapping and DATA_ACK, address
 //! management), and asks the scheduler where new and reinjected data goes.
 
-use super::connection::{Kind, MetaSeg, MpState, MptcpConnection, TxMap};
+use super::connection::{Kind, MetaSeg, MpState, MptcpConnection};
 use super::crypto;
 use super::SchedulerKind;
 use crate::tcp::CcCtx;
@@ -148,34 +148,50 @@ impl MptcpConnection {
     /// Default and round-robin scheduling: one segment at a time.
     fn schedule(&mut self, now: SimTime) {
         while let Some(seg) = self.next_segment() {
-            match self.pick(&seg) {
-                Some(r) => {
-                    self.transmit_on(r, seg);
-                    self.keep_scheduling_on(r);
-                }
-                None => {
-                    if seg.reinject.is_none() && self.send_blocked(&seg) {
-                        self.opportunistic_retransmit(now);
-                    }
-                    break;
-                }
+            if seg.reinject.is_none() && self.send_blocked(&seg) {
+                self.opportunistic_retransmit(now);
+                return;
             }
+            if seg.reinject.is_none() && self.cfg.scheduler == SchedulerKind::Default {
+                if self.schedule_new_data(seg) {
+                    continue;
+                }
+                return;
+            }
+            let Some(r) = self.pick_ignoring_window(&seg) else { return };
+            self.transmit_on(r, seg);
         }
     }
 
-    /// New data after a segment the default scheduler gave to `r`: while
-    /// `r` has room it stays the lowest-RTT subflow with room (nothing
-    /// else changed), so the segments go there without asking again.
-    fn keep_scheduling_on(&mut self, r: usize) {
-        if self.cfg.scheduler != SchedulerKind::Default {
-            return;
-        }
-        while let Some(seg) = self.next_segment() {
-            if seg.reinject.is_some() || self.send_blocked(&seg) || !self.has_room(r, seg.len) {
-                return;
+    /// New data under the default scheduler, from `first` on. Queuing on a
+    /// subflow changes only that subflow's room, so the answers the
+    /// scheduler would give segment after segment are known in advance:
+    /// the subflows that have room, lowest SRTT first, each until it is
+    /// full. Returns true if the scheduler must be asked again (a shorter
+    /// segment, whose room differs), false when nothing more can go.
+    fn schedule_new_data(&mut self, first: NextSeg) -> bool {
+        let mut ranked = std::mem::take(&mut self.ranked);
+        self.rank_lowest_rtt(first.len, &mut ranked);
+        let mut ask_again = false;
+        'subflows: for &(_, r) in &ranked {
+            while let Some(seg) = self.next_segment() {
+                if seg.reinject.is_some() || seg.len != first.len {
+                    ask_again = true;
+                    break 'subflows;
+                }
+                if self.send_blocked(&seg) {
+                    ask_again = true; // for the opportunistic retransmission
+                    break 'subflows;
+                }
+                if !self.has_room(r, seg.len) {
+                    continue 'subflows;
+                }
+                self.transmit_on(r, seg);
             }
-            self.transmit_on(r, seg);
+            break; // no more data
         }
+        self.ranked = ranked;
+        ask_again
     }
 
     fn schedule_reinjections(&mut self) {
@@ -251,8 +267,9 @@ impl MptcpConnection {
             }
         }
         let sub = &mut self.subs[r];
-        sub.tx_map.push_back(TxMap { ssn: sub.sf.write_seq(), dsn: seg.dsn, len: seg.len });
-        sub.sf.send_segment(seg.len as u64);
+        // The subflow tags the segment with its DSN: the mapping goes on
+        // it, and on every retransmission of it (`dss_for`).
+        sub.sf.send_segment(seg.len as u64, seg.dsn);
         sub.queued = true;
         self.any_queued = true;
     }
@@ -370,8 +387,9 @@ impl MptcpConnection {
         let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
         let mut dss = Dss { data_ack, ack64: true, dsn64: true, ..Default::default() };
         if p.payload_bytes > 0 {
-            if let Some(m) = self.subs[r].tx_map_at(p.seq) {
-                dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(m.dsn), ssn: m.ssn as u32, len: m.len as u16 });
+            if let Some(dsn) = self.subs[r].sf.last_tag() {
+                dss.mapping =
+                    Some(DssMapping { dsn: self.local_idsn.wrapping_add(dsn), ssn: p.seq as u32, len: p.payload_bytes as u16 });
             }
         }
         dss

@@ -18,7 +18,13 @@ pub struct Seg {
     pub rtx_in_flight: bool,
     pub sacked: bool,
     pub lost: bool,
+    /// What the writer attached to the bytes (an MPTCP mapping's DSN),
+    /// valid while the segment starts where it was written; `NO_TAG` else.
+    pub tag: u64,
 }
+
+/// A segment that carries no tag.
+pub const NO_TAG: u64 = u64::MAX;
 
 impl Seg {
     pub fn len(&self) -> u64 {
@@ -126,6 +132,7 @@ impl Scoreboard {
                 info.bytes += ack - front.start;
                 let f = &mut self.segs[0];
                 f.start = ack;
+                f.tag = NO_TAG; // no longer the start of what was written
                 let (sacked, lost, rtx, len) = (f.sacked, f.lost, f.rtx_in_flight, f.len());
                 self.sacked_bytes += if sacked { len } else { 0 };
                 self.lost_bytes += if lost && !sacked { len } else { 0 };
@@ -314,6 +321,7 @@ mod tests {
                 rtx_in_flight: false,
                 sacked: false,
                 lost: false,
+                tag: NO_TAG,
             });
         }
         b

@@ -5,7 +5,7 @@
 
 use super::recv::Receiver;
 use super::rtt::RttEstimator;
-use super::scoreboard::{Scoreboard, Seg};
+use super::scoreboard::{Scoreboard, Seg, NO_TAG};
 use super::{AppEvent, TcpConfig, TcpState, SYN_OPTION_BYTES};
 use mpsim_cc::{AckSample, CaState, CongestionController, Controller, SubflowCc};
 use mpsim_core::{Addr, Packet, Proto, SimDuration, SimTime, TcpFlags};
@@ -56,9 +56,11 @@ pub struct Subflow {
     pub snd_nxt: u64,
     /// End of the data the application has written.
     snd_limit: u64,
-    /// Ends of writes that must leave as segments of their own (MPTCP
-    /// mappings), oldest first; empty for a plain byte stream.
-    write_ends: VecDeque<u64>,
+    /// Writes that must leave as segments of their own (MPTCP mappings),
+    /// oldest first, as (end, tag); empty for a plain byte stream.
+    write_ends: VecDeque<(u64, u64)>,
+    /// Tag of the segment built last (`NO_TAG` for none or a pure ACK).
+    last_tag: u64,
     close_requested: bool,
     fin_sent: bool,
     fin_acked: bool,
@@ -173,6 +175,7 @@ impl Subflow {
             snd_nxt: 1,
             snd_limit: 1,
             write_ends: VecDeque::new(),
+            last_tag: NO_TAG,
             close_requested: false,
             fin_sent: false,
             fin_acked: false,
@@ -233,10 +236,16 @@ impl Subflow {
 
     /// The application writes `bytes` that go out as one segment of their
     /// own, never merged with the writes around them (an MPTCP mapping, as
-    /// an skb entailed on a Linux subflow). At most one MSS.
-    pub fn send_segment(&mut self, bytes: u64) {
+    /// an skb entailed on a Linux subflow). At most one MSS. The segment,
+    /// and every retransmission of it, reports `tag` through `last_tag`.
+    pub fn send_segment(&mut self, bytes: u64, tag: u64) {
         self.send(bytes);
-        self.write_ends.push_back(self.snd_limit);
+        self.write_ends.push_back((self.snd_limit, tag));
+    }
+
+    /// The tag written with the segment built last, if it carried one.
+    pub fn last_tag(&self) -> Option<u64> {
+        (self.last_tag != NO_TAG).then_some(self.last_tag)
     }
 
     /// Sequence number of the next byte the application writes.
@@ -801,6 +810,11 @@ impl Subflow {
 
     #[inline]
     fn build(&mut self, tx: Tx, now: SimTime) -> Packet {
+        self.last_tag = match tx {
+            Tx::Retransmit(seg) => seg.tag,
+            Tx::New(_) => self.write_ends.front().map_or(NO_TAG, |w| w.1),
+            _ => NO_TAG,
+        };
         match tx {
             Tx::Syn => self.syn_packet(now),
             Tx::Retransmit(seg) => self.retransmit(seg, now),
@@ -843,7 +857,7 @@ impl Subflow {
             }
         }
         if self.has_unsent_data() && self.state.can_send() {
-            let write_end = self.write_ends.front().copied().unwrap_or(self.snd_limit);
+            let write_end = self.write_ends.front().map_or(self.snd_limit, |w| w.0);
             let len = mss.min(write_end - self.snd_nxt);
             let in_window = self.snd_nxt + len <= self.peer_wnd_right || std::mem::take(&mut self.probe_pending);
             if !in_window {
@@ -888,7 +902,7 @@ impl Subflow {
     fn new_segment(&mut self, len: u64, now: SimTime) -> Packet {
         let seq = self.snd_nxt;
         self.snd_nxt += len;
-        while self.write_ends.front().is_some_and(|&e| e <= self.snd_nxt) {
+        while self.write_ends.front().is_some_and(|w| w.0 <= self.snd_nxt) {
             self.write_ends.pop_front();
         }
         self.sb.push(Seg {
@@ -900,6 +914,7 @@ impl Subflow {
             rtx_in_flight: false,
             sacked: false,
             lost: false,
+            tag: self.last_tag,
         });
         self.stats.bytes_sent += len;
         self.after_send(now);
@@ -918,6 +933,7 @@ impl Subflow {
             rtx_in_flight: false,
             sacked: false,
             lost: false,
+            tag: NO_TAG,
         });
         self.state = match self.state {
             TcpState::Established => TcpState::FinWait1,

@@ -314,7 +314,8 @@ fn linux_prr() -> TcpConfig {
 fn lose_first_sends(segs: Vec<u64>) -> DropRule {
     let mut lost = vec![];
     Box::new(move |_, pk| {
-        let n = (pk.seq - 1) / 1448;
+        // Pure ACKs carry sequence 0: only data segments are numbered.
+        let n = pk.seq.saturating_sub(1) / 1448;
         let hit = pk.payload_bytes > 0 && segs.contains(&n) && !lost.contains(&n);
         if hit {
             lost.push(n);

@@ -309,7 +309,7 @@ def test_mptcp_download_has_one_summary_entry_per_subflow():
 @needs_engine
 @pytest.mark.parametrize(
     ("scheduler", "path_manager"),
-    list(itertools.product(["default", "roundrobin", "redundant"], ["default", "fullmesh", "ndiffports", "endpoints"])),
+    list(itertools.product(["default", "roundrobin", "redundant", "upstream"], ["default", "fullmesh", "ndiffports", "endpoints"])),
 )
 def test_every_scheduler_and_path_manager_delivers(scheduler, path_manager):
     overrides = {**SHORT, "flow.ftp.scheduler": scheduler, "flow.ftp.path_manager": path_manager}

@@ -56,7 +56,7 @@ CC_BY_TRANSPORT: dict[str, tuple[str, ...]] = {
     "udp": (),
 }
 DEFAULT_CC = {"tcp": "reno", "mptcp": "lia", "cmt": "reno", "udp": None}
-MPTCP_SCHEDULERS = ("default", "roundrobin", "redundant")
+MPTCP_SCHEDULERS = ("default", "roundrobin", "redundant", "upstream")
 MPTCP_PATH_MANAGERS = ("default", "fullmesh", "ndiffports", "endpoints")
 # What the engine gets when a key is left out (filled in by spec.py).
 DEFAULT_SCHEDULER = "default"
@@ -273,7 +273,7 @@ class Flow(_Model):
     stop_ps: TimePs | None = Field(None, alias="stop")
     cc: str | None = None
     cc_mode: Literal["reference", "linux"] = "reference"
-    scheduler: Literal["default", "roundrobin", "redundant"] | None = None
+    scheduler: Literal["default", "roundrobin", "redundant", "upstream"] | None = None
     path_manager: Literal["default", "fullmesh", "ndiffports", "endpoints"] | None = None
     subflows: SubflowCount | None = None
     backup_interfaces: list[Name] | None = None

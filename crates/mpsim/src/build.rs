@@ -292,6 +292,7 @@ impl Simulation {
             "default" => SchedulerKind::Default,
             "roundrobin" => SchedulerKind::RoundRobin,
             "redundant" => SchedulerKind::Redundant,
+            "upstream" => SchedulerKind::Upstream,
             other => return Err(invalid(format!("{what}: unknown scheduler '{other}'"))),
         };
         let path_manager = match f.path_manager.as_deref().unwrap_or("fullmesh") {

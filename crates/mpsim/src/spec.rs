@@ -189,7 +189,7 @@ pub struct FlowSpec {
     pub client_interfaces: Option<Vec<String>>,
     #[serde(default)]
     pub handover_after_down_ps: Option<u64>,
-    /// mptcp: default | roundrobin | redundant.
+    /// mptcp: default | roundrobin | redundant | upstream.
     #[serde(default)]
     pub scheduler: Option<String>,
     /// mptcp: default | fullmesh | ndiffports | endpoints.

@@ -71,19 +71,56 @@ fn with_down_at(mut spec: Value, link: usize, at_s: f64) -> Value {
 
 #[test]
 fn handover_to_a_backup_path_when_the_active_one_fails() {
-    let t = two_path_transfer(60_000_000, true);
-    let spec = with_down_at(t.spec(), 0, 30.0);
-    let (gap_s, s) = resume_after(&spec, 30.0);
+    for scheduler in ["default", "upstream"] {
+        let mut t = two_path_transfer(60_000_000, true);
+        t.flows[0]["scheduler"] = json!(scheduler);
+        let spec = with_down_at(t.spec(), 0, 30.0);
+        let (gap_s, s) = resume_after(&spec, 30.0);
+        let f = &s["flows"]["mp"];
+        assert_eq!(f["bytes_delivered"].as_u64(), Some(60_000_000), "{scheduler}: {f}");
+        assert!(f["completion_time_s"].is_number());
+        // 1 s plus one RTO (200 ms minimum), at 100 ms sampling.
+        assert!(gap_s <= 1.3, "{scheduler}: traffic resumed {gap_s} s after the failure: {f}");
+        let subs = f["subflows"].as_array().expect("subflows");
+        let on = |iface: &str| {
+            subs.iter()
+                .filter(|x| x["client_interface"] == iface)
+                .map(|x| x["bytes_delivered"].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        };
+        // The backup path carries nothing while the regular one works.
+        assert!(on("p1") > 20_000_000 && on("p2") > 20_000_000, "{scheduler}: {f}");
+        assert!(subflow_bytes_between_iface(&spec, "p2", 1.0, 29.0) == 0, "{scheduler}: backup used before the failure");
+    }
+}
+
+/// Payload bytes the subflow on client interface `iface` delivered between two times.
+fn subflow_bytes_between_iface(spec: &Value, iface: &str, from_s: f64, to_s: f64) -> i64 {
+    let (sim, s) = run(spec).expect("spec builds");
+    let subs = s["flows"]["mp"]["subflows"].as_array().expect("subflows");
+    let k = subs.iter().position(|x| x["client_interface"] == iface).expect("a subflow on the interface");
+    subflow_bytes_between(&sim, k as i64, from_s, to_s)
+}
+
+#[test]
+fn the_upstream_scheduler_keeps_every_uncoupled_subflow_busy() {
+    // Uncoupled subflows each fill their own path when the scheduler hands
+    // every one of them enough data: the burst and the send buffer keep the
+    // slower path's queue from running dry.
+    let bw = [10_000_000, 4_000_000];
+    let mut t = TwoPath::new(bw, [10.0, 25.0]);
+    t.duration_s = 30.0;
+    let mut f = TwoPath::mptcp_flow("mp", "cubic", download(None));
+    f["scheduler"] = json!("upstream");
+    t.flows = vec![f];
+    let (_, s) = run(&t.spec()).expect("spec builds");
     let f = &s["flows"]["mp"];
-    assert_eq!(f["bytes_delivered"].as_u64(), Some(60_000_000), "{f}");
-    assert!(f["completion_time_s"].is_number());
-    // 1 s plus one RTO (200 ms minimum), at 100 ms sampling.
-    assert!(gap_s <= 1.3, "traffic resumed {gap_s} s after the failure: {f}");
     let subs = f["subflows"].as_array().expect("subflows");
-    let on = |iface: &str| {
-        subs.iter().filter(|x| x["client_interface"] == iface).map(|x| x["bytes_delivered"].as_u64().unwrap_or(0)).sum::<u64>()
-    };
-    assert!(on("p1") > 20_000_000 && on("p2") > 20_000_000, "{f}");
+    assert_eq!(subs.len(), 2, "{f}");
+    for (x, &b) in subs.iter().zip(&bw) {
+        let g = x["goodput_bps"].as_f64().unwrap_or(0.0);
+        assert!(g > 0.85 * mpsim::testbed::payload_capacity_bps(b), "{f}");
+    }
 }
 
 #[test]

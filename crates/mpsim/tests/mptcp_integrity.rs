@@ -38,7 +38,7 @@ fn loss() -> impl Strategy<Value = Value> {
 
 fn case() -> impl Strategy<Value = Case> {
     (
-        prop_oneof![Just("default"), Just("roundrobin"), Just("redundant")],
+        prop_oneof![Just("default"), Just("roundrobin"), Just("redundant"), Just("upstream")],
         prop_oneof![Just("fullmesh"), Just("ndiffports"), Just("default"), Just("endpoints")],
         prop_oneof![Just("lia"), Just("olia"), Just("balia"), Just("cubic"), Just("wvegas"), Just("coupled")],
         [loss(), loss()],
@@ -136,7 +136,7 @@ proptest! {
 
 #[test]
 fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
-    for scheduler in ["default", "roundrobin", "redundant"] {
+    for scheduler in ["default", "roundrobin", "redundant", "upstream"] {
         for path_manager in ["fullmesh", "ndiffports", "default", "endpoints"] {
             let c = Case {
                 scheduler,

@@ -58,6 +58,9 @@ pub(super) struct Sub {
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
     pub last_penalised: Option<SimTime>,
+    /// Upstream scheduler: the subflow's `avg_pacing_rate`, bytes per
+    /// second (0 until first scheduled).
+    pub avg_pacing_rate_bps: u64,
     /// Something happened on it since it was last asked what to send.
     pub dirty: bool,
     /// The scheduler queued data on it this round.
@@ -94,6 +97,7 @@ impl Sub {
             rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
+            avg_pacing_rate_bps: 0,
             dirty: true,
             queued: false,
             prio_pending: false,
@@ -211,6 +215,10 @@ pub struct MptcpConnection {
     pub(super) last_rx_sub: usize,
     pub(super) add_addr_accepted: u8,
     pub(super) rr_last: usize,
+    /// Upstream scheduler: the subflow of the current burst and the bytes
+    /// left in it (`msk->last_snd`, `msk->snd_burst`).
+    pub(super) last_snd: Option<usize>,
+    pub(super) snd_burst_bytes: u64,
     /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
     pub(super) out: Vec<Packet>,
     pub(super) events: VecDeque<AppEvent>,
@@ -281,6 +289,8 @@ impl MptcpConnection {
             last_rx_sub: 0,
             add_addr_accepted: 0,
             rr_last: usize::MAX,
+            last_snd: None,
+            snd_burst_bytes: 0,
             out: Vec::new(),
             events: VecDeque::new(),
             mevents: VecDeque::new(),

@@ -22,6 +22,11 @@ pub enum SchedulerKind {
     RoundRobin,
     /// Every segment on every usable non-backup subflow.
     Redundant,
+    /// Upstream Linux (net/mptcp) `mptcp_subflow_get_send`: the subflow
+    /// that would empty its send queue first at its pacing rate takes a
+    /// burst of up to 64 KiB, queued beyond its window while its send
+    /// buffer has room (spec 11.4).
+    Upstream,
 }
 
 /// Which subflows exist (spec section 12).

@@ -1,11 +1,17 @@
 //! Packet schedulers (spec section 11): which subflow takes the next
 //! segment. `default` is the out-of-tree Linux lowest-RTT-first scheduler,
-//! `roundrobin` and `redundant` its two alternatives.
+//! `roundrobin` and `redundant` its two alternatives, `upstream` the
+//! scheduler of Linux's in-tree MPTCP.
 
 use super::connection::MptcpConnection;
 use super::send::NextSeg;
 use super::SchedulerKind;
 use mpsim_cc::CaState;
+
+/// Upstream `MPTCP_SEND_BURST_SIZE`.
+const UPSTREAM_BURST_BYTES: u64 = 65_428;
+/// Upstream subflows' send buffer limit (`net.ipv4.tcp_wmem` maximum).
+const UPSTREAM_SNDBUF_MAX_BYTES: u64 = 4 << 20;
 
 impl MptcpConnection {
     /// Subflow `r` may be scheduled at all (its window aside).
@@ -25,6 +31,7 @@ impl MptcpConnection {
     pub(super) fn pick_ignoring_window(&mut self, seg: &NextSeg) -> Option<usize> {
         match self.cfg.scheduler {
             SchedulerKind::RoundRobin => self.pick_round_robin(seg),
+            SchedulerKind::Upstream => self.pick_upstream(seg),
             _ => self.pick_lowest_rtt(seg),
         }
     }
@@ -98,6 +105,102 @@ impl MptcpConnection {
         let r = order().find(|&r| ready(r) && !Self::carried(seg, mask, r)).or_else(|| order().find(|&r| ready(r)))?;
         self.rr_last = r;
         Some(r)
+    }
+
+    /// Upstream Linux `mptcp_subflow_get_send` (spec 11.4). New data stays
+    /// on the subflow of the current burst while the burst lasts and that
+    /// subflow's send buffer has room. Otherwise each active subflow's
+    /// linger time, its queued bytes over its average pacing rate, is
+    /// estimated; the lowest among the non-backup subflows (the backup ones
+    /// if none is active) starts a burst of up to 64 KiB, if its send buffer
+    /// has room; if not, nothing is sent until an ACK frees some.
+    /// Reinjections take the same choice without the burst, preferring a
+    /// subflow that has not carried them.
+    fn pick_upstream(&mut self, seg: &NextSeg) -> Option<usize> {
+        if seg.reinject.is_none() {
+            if let Some(r) = self.last_snd.filter(|&r| self.snd_burst_bytes > 0 && self.upstream_active(r)) {
+                if self.send_buffer_free(r) {
+                    return Some(r);
+                }
+            }
+        }
+        let mask = self.mask_of(seg);
+        // Per class (regular, backup), per carried (no, yes): the lowest linger.
+        let mut best: [[Option<(u128, usize)>; 2]; 2] = [[None; 2]; 2];
+        let mut regular_active = false;
+        for r in 0..self.subs.len() {
+            if !self.upstream_active(r) {
+                continue;
+            }
+            let backup = self.subs[r].backup;
+            regular_active |= !backup;
+            if self.subs[r].avg_pacing_rate_bps == 0 {
+                self.subs[r].avg_pacing_rate_bps = self.pacing_rate_bps(r);
+            }
+            let pace = self.subs[r].avg_pacing_rate_bps.max(1) as u128;
+            let linger = ((self.subs[r].sf.unacked_app_bytes() as u128) << 32) / pace;
+            let slot = &mut best[backup as usize][Self::carried(seg, mask, r) as usize];
+            if slot.is_none_or(|(b, _)| linger < b) {
+                *slot = Some((linger, r));
+            }
+        }
+        let class = if regular_active { 0 } else { 1 };
+        let (_, r) = best[class][0].or(best[class][1])?;
+        if !self.send_buffer_free(r) {
+            return None;
+        }
+        if seg.reinject.is_none() {
+            self.start_burst(r);
+        }
+        Some(r)
+    }
+
+    /// A new burst on `r`: its average pacing rate moves toward the
+    /// current one in proportion to the burst and what is queued.
+    fn start_burst(&mut self, r: usize) {
+        let burst = UPSTREAM_BURST_BYTES.min(self.send_limit().saturating_sub(self.data_nxt));
+        self.last_snd = Some(r);
+        self.snd_burst_bytes = burst;
+        if burst == 0 {
+            return;
+        }
+        let wmem = self.subs[r].sf.unacked_app_bytes() as u128;
+        let (avg, now) = (self.subs[r].avg_pacing_rate_bps as u128, self.pacing_rate_bps(r) as u128);
+        let b = burst as u128;
+        self.subs[r].avg_pacing_rate_bps = ((avg * wmem + now * b) / (b + wmem)).min(u64::MAX as u128) as u64;
+    }
+
+    /// Upstream `mptcp_subflow_active`: fully established, may send, not
+    /// marked potentially failed (upstream's "stale").
+    fn upstream_active(&self, r: usize) -> bool {
+        let s = &self.subs[r];
+        s.ready && !s.gone && !s.pf && s.sf.state.can_send()
+    }
+
+    /// `sk_stream_memory_free`: what the subflow holds (sent and not
+    /// acknowledged, or queued) is below its send buffer, which Linux
+    /// autotunes to twice `max(10, cwnd)` segments, at most `tcp_wmem`'s
+    /// 4 MiB (counted here in payload bytes, where Linux counts buffer
+    /// memory).
+    fn send_buffer_free(&self, r: usize) -> bool {
+        let mss = self.cfg.tcp.mss_bytes as u64;
+        let segs = (self.cc[r].cwnd_pkts as u64).max(10);
+        let sndbuf = (2 * segs * mss).min(UPSTREAM_SNDBUF_MAX_BYTES);
+        self.subs[r].sf.unacked_app_bytes() < sndbuf
+    }
+
+    /// Linux `tcp_update_pacing_rate`: 200 % of cwnd·mss/srtt well below
+    /// ssthresh, 120 % after; unbounded before the first RTT sample.
+    fn pacing_rate_bps(&self, r: usize) -> u64 {
+        let (cc, sf) = (&self.cc[r], &self.subs[r].sf);
+        let mss = self.cfg.tcp.mss_bytes as u128;
+        let ratio_pct: u128 = if cc.cwnd_pkts < cc.ssthresh_pkts / 2.0 { 200 } else { 120 };
+        let packets_out = (sf.snd_nxt.saturating_sub(sf.snd_una().max(1)) as u128).div_ceil(mss);
+        let segs = (cc.cwnd_pkts as u128).max(packets_out);
+        match cc.srtt.map(|d| d.as_ps() as u128).filter(|&ps| ps > 0) {
+            Some(srtt_ps) => (mss * segs * ratio_pct * 10_000_000_000 / srtt_ps).min(u64::MAX as u128) as u64,
+            None => u64::MAX,
+        }
     }
 
     /// Out-of-tree Linux `redundant`: every segment on every usable

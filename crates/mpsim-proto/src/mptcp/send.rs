@@ -149,7 +149,10 @@ impl MptcpConnection {
     fn schedule(&mut self, now: SimTime) {
         while let Some(seg) = self.next_segment() {
             if seg.reinject.is_none() && self.send_blocked(&seg) {
-                self.opportunistic_retransmit(now);
+                // Upstream Linux has no opportunistic retransmission.
+                if self.cfg.scheduler != SchedulerKind::Upstream {
+                    self.opportunistic_retransmit(now);
+                }
                 return;
             }
             if seg.reinject.is_none() && self.cfg.scheduler == SchedulerKind::Default {
@@ -159,6 +162,9 @@ impl MptcpConnection {
                 return;
             }
             let Some(r) = self.pick_ignoring_window(&seg) else { return };
+            if seg.reinject.is_none() && self.cfg.scheduler == SchedulerKind::Upstream {
+                self.snd_burst_bytes = self.snd_burst_bytes.saturating_sub(seg.len as u64);
+            }
             self.transmit_on(r, seg);
         }
     }

@@ -57,7 +57,7 @@ impl MptcpConnection {
             let sub = &mut self.subs[r];
             sub.sf.set_advertised_window(Some(wnd));
             // Only subflows that saw something can have something new to send.
-            if !sub.gone && std::mem::take(&mut sub.dirty) {
+            if !sub.gone && std::mem::take(&mut sub.dirty) && !self.nothing_due(r) {
                 self.drain_subflow(now, r);
             }
         }
@@ -86,6 +86,13 @@ impl MptcpConnection {
             self.maybe_close_subflows();
         }
         self.arm_meta_timer(now);
+    }
+
+    /// Subflow `r` has nothing of its own to send (an empty poll, made
+    /// cheaply), nor an MP_JOIN ACK.
+    fn nothing_due(&mut self, r: usize) -> bool {
+        let sub = &mut self.subs[r];
+        !sub.third_ack_pending && !sub.join_ack_sent && sub.sf.poll_nothing_due(&self.cc[r])
     }
 
     /// Everything subflow `r` wants to send by itself (handshake,

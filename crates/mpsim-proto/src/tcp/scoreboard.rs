@@ -76,6 +76,10 @@ impl Scoreboard {
     pub fn last(&self) -> Option<&Seg> {
         self.segs.back()
     }
+    /// Some segment is marked lost (and not yet retransmitted or SACKed).
+    pub fn any_lost(&self) -> bool {
+        self.lost_bytes > 0
+    }
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }

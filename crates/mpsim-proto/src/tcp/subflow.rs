@@ -739,6 +739,29 @@ impl Subflow {
 
     // ----- outgoing segments -----
 
+    /// A poll that can only find nothing to send, made cheaply: when no
+    /// handshake segment, ACK, probe, retransmission, unsent data or FIN is
+    /// due, does what `poll_transmit` would do then (validate the window,
+    /// RFC 7661 as Linux) and returns true; otherwise changes nothing and
+    /// returns false. MPTCP polls every subflow that saw an ACK before
+    /// scheduling new data on it; most have nothing of their own to send.
+    pub fn poll_nothing_due(&mut self, cc: &SubflowCc) -> bool {
+        let nothing_due = self.state.is_synchronised()
+            && !self.syn_pending
+            && !self.ack_pending
+            && !self.probe_pending
+            && !self.force_rtx
+            && !self.sb.any_lost()
+            && !self.has_unsent_data()
+            && !(self.close_requested && !self.fin_sent)
+            && !(self.cfg.sack && cc.ca_state == CaState::Recovery && !self.rescue_done);
+        if nothing_due {
+            let mss = self.cfg.mss_bytes as u64;
+            self.cwnd_validate(false, (cc.cwnd_pkts * mss as f64) as u64);
+        }
+        nothing_due
+    }
+
     fn has_unsent_data(&self) -> bool {
         self.snd_nxt < self.snd_limit
     }

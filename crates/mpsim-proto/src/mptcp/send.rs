@@ -108,6 +108,10 @@ impl MptcpConnection {
             if let Some(p) = out.last_mut() {
                 self.decorate(r, p);
             }
+            // The last poll usually finds nothing: it is made cheaply.
+            if self.subs[r].sf.poll_nothing_due(&self.cc[r]) {
+                break;
+            }
         }
         self.out = out;
         let sub = &self.subs[r];
@@ -187,6 +191,13 @@ impl MptcpConnection {
         self.rank_lowest_rtt(first.len, &mut ranked);
         let mut ask_again = false;
         'subflows: for &(_, r) in &ranked {
+            if first.len == self.cfg.tcp.mss_bytes {
+                // The full segments that certainly fit go without the checks below.
+                for _ in 0..self.full_segments_that_fit(r) {
+                    let seg = NextSeg { dsn: self.data_nxt, len: first.len, reinject: None };
+                    self.transmit_on(r, seg);
+                }
+            }
             while let Some(seg) = self.next_segment() {
                 if seg.reinject.is_some() || seg.len != first.len {
                     ask_again = true;
@@ -205,6 +216,16 @@ impl MptcpConnection {
         }
         self.ranked = ranked;
         ask_again
+    }
+
+    /// How many full-size segments of new data `r` takes, one after the
+    /// other, before the checks of `schedule_new_data` could stop it: the
+    /// data and the connection-level window have them, and the subflow
+    /// has room for them.
+    fn full_segments_that_fit(&self, r: usize) -> u64 {
+        let mss = self.cfg.tcp.mss_bytes as u64;
+        let data = self.send_limit().min(self.app_end).saturating_sub(self.data_nxt) / mss;
+        data.min(self.subs[r].sf.full_segments_with_room(&self.cc[r]))
     }
 
     fn schedule_reinjections(&mut self) {

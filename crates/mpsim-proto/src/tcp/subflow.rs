@@ -304,6 +304,20 @@ impl Subflow {
             && self.snd_limit + len.min(mss) <= self.peer_wnd_right
     }
 
+    /// How many full-size segments `has_send_room` would accept one after
+    /// the other (each written before the next is asked for).
+    pub fn full_segments_with_room(&self, cc: &SubflowCc) -> u64 {
+        if !self.state.can_send() {
+            return 0;
+        }
+        let mss = self.cfg.mss_bytes as u64;
+        let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
+        let unsent = self.snd_limit.saturating_sub(self.snd_nxt);
+        let by_cwnd = cwnd_bytes.saturating_sub(self.sb.pipe_bytes() + unsent) / mss;
+        let by_peer = self.peer_wnd_right.saturating_sub(self.snd_limit) / mss;
+        by_cwnd.min(by_peer)
+    }
+
     /// Free congestion window in bytes (0 when full).
     pub fn cwnd_space_bytes(&self, cc: &SubflowCc) -> u64 {
         let mss = self.cfg.mss_bytes as u64;
@@ -746,13 +760,13 @@ impl Subflow {
     /// returns false. MPTCP polls every subflow that saw an ACK before
     /// scheduling new data on it; most have nothing of their own to send.
     pub fn poll_nothing_due(&mut self, cc: &SubflowCc) -> bool {
-        let nothing_due = self.state.is_synchronised()
-            && !self.syn_pending
+        let nothing_due = !self.has_unsent_data()
             && !self.ack_pending
+            && self.state.is_synchronised()
+            && !self.syn_pending
             && !self.probe_pending
             && !self.force_rtx
             && !self.sb.any_lost()
-            && !self.has_unsent_data()
             && !(self.close_requested && !self.fin_sent)
             && !(self.cfg.sack && cc.ca_state == CaState::Recovery && !self.rescue_done);
         if nothing_due {

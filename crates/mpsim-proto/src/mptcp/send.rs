@@ -344,6 +344,13 @@ impl MptcpConnection {
 
     /// MPTCP options for a segment subflow `r` produced.
     fn decorate(&mut self, r: usize, p: &mut Packet) {
+        let handshakes_done = self.state == MpState::Established && self.peer_confirmed && !self.subs[r].third_ack_pending;
+        if handshakes_done && !p.flags.has(TcpFlags::SYN | TcpFlags::RST) {
+            // The common case: no handshake option can be due.
+            let dss = self.dss_for(r, p);
+            self.attach(p, MptcpOpts { dss: Some(dss), option: MpOption::None });
+            return;
+        }
         if self.state == MpState::Fallback || p.flags.has(TcpFlags::RST) {
             return;
         }

@@ -11,7 +11,7 @@
 
 use crate::common::{
     after_slow_start, coupled, established_count, linux_ack_event_counter, linux_slow_start_le, reno_ssthresh,
-    reno_unless_coupled, w_total_pkts,
+    reno_unless_coupled,
 };
 use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
 
@@ -37,7 +37,7 @@ impl Lia {
 
     fn on_ack_reference(&mut self, subflows: &mut [SubflowCc], r: usize, ack: &AckSample) {
         let Some(acked) = after_slow_start(&mut subflows[r], ack.acked_pkts, CcMode::Reference) else { return };
-        let (Some(alpha), w_total) = (reference_alpha(subflows), w_total_pkts(subflows)) else {
+        let Some((alpha, w_total)) = reference_alpha_and_w_total(subflows) else {
             return;
         };
         let s = &mut subflows[r];
@@ -74,6 +74,12 @@ impl Lia {
 /// Reference α (spec 8.1) over the coupled set, using `w̃` and SRTT;
 /// `None` when no subflow is coupled.
 pub(crate) fn reference_alpha(subflows: &[SubflowCc]) -> Option<f64> {
+    reference_alpha_and_w_total(subflows).map(|(alpha, _)| alpha)
+}
+
+/// α and `w_total` (spec 1.1) from one pass over the coupled set; `None`
+/// when no subflow is coupled.
+fn reference_alpha_and_w_total(subflows: &[SubflowCc]) -> Option<(f64, f64)> {
     let mut w_total = 0.0;
     let mut best = 0.0_f64;
     let mut rate_sum = 0.0;
@@ -83,7 +89,7 @@ pub(crate) fn reference_alpha(subflows: &[SubflowCc]) -> Option<f64> {
         best = best.max(w / (rtt * rtt));
         rate_sum += w / rtt;
     }
-    (rate_sum > 0.0).then(|| w_total * best / (rate_sum * rate_sum))
+    (rate_sum > 0.0).then(|| (w_total * best / (rate_sum * rate_sum), w_total))
 }
 
 /// `mptcp_ccc_recalc_alpha` (spec 8.2). Raw `snd_cwnd`, `srtt_us` = 8·SRTT

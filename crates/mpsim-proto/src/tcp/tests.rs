@@ -420,3 +420,59 @@ fn prr_delivers_exactly_the_bytes_sent_under_random_loss() {
         }
     }
 }
+
+/// A sender of a lossy upload (3 % of packets lost) that stops writing at
+/// `at_s`, 15 ms later: the ACKs then arriving leave room in its window.
+fn stopped_sender(seed: u64, at_s: f64) -> Pair {
+    let mut p = upload(2_000_000, TcpConfig::default());
+    let mut x = seed;
+    p.drop = Box::new(move |_, _| {
+        x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (x >> 33) % 100 < 3
+    });
+    p.run_until(SimTime::from_secs_f64(at_s));
+    p.client.pause();
+    p.run_until(SimTime::from_secs_f64(at_s + 0.015));
+    p
+}
+
+#[test]
+fn full_segments_with_room_counts_what_has_send_room_accepts_one_by_one() {
+    let mss = TcpConfig::default().mss_bytes as u64;
+    let mut checked_nonzero = 0;
+    for seed in 1..=10u64 {
+        for at_s in [0.05, 0.3, 1.0, 2.5] {
+            let mut p = stopped_sender(seed, at_s);
+            p.client.sf.set_advertised_window(None);
+            let cc = *p.client.cc();
+            let n = p.client.sf.full_segments_with_room(&cc);
+            checked_nonzero += (n > 0) as u32;
+            for i in 0..=n {
+                assert_eq!(p.client.sf.has_send_room(&cc, mss), i < n, "seed {seed} at {at_s} s: segment {i} of {n}");
+                p.client.sf.send_segment(mss, i);
+            }
+        }
+    }
+    // Acknowledgements in flight leave room at some of these instants.
+    assert!(checked_nonzero > 0);
+}
+
+#[test]
+fn a_cheap_empty_poll_agrees_with_a_full_one() {
+    let mut empty = 0;
+    for seed in 1..=10u64 {
+        for at_s in [0.05, 0.3, 1.0, 2.5, 9.0] {
+            let mut p = stopped_sender(seed, at_s);
+            let now = p.now;
+            let cc = *p.client.cc();
+            if p.client.sf.poll_nothing_due(&cc) {
+                empty += 1;
+                assert!(p.client.poll_transmit(now).is_none(), "seed {seed} at {at_s} s: {}", p.client.sf.debug_line());
+            }
+            // Written data not yet sent is always due.
+            p.client.sf.send_segment(100, 0);
+            assert!(!p.client.sf.poll_nothing_due(&cc) || !p.client.sf.has_send_room(&cc, 100));
+        }
+    }
+    assert!(empty > 0);
+}

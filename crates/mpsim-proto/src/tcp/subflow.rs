@@ -767,7 +767,7 @@ impl Subflow {
             && !self.probe_pending
             && !self.force_rtx
             && !self.sb.any_lost()
-            && !(self.close_requested && !self.fin_sent)
+            && (!self.close_requested || self.fin_sent)
             && !(self.cfg.sack && cc.ca_state == CaState::Recovery && !self.rescue_done);
         if nothing_due {
             let mss = self.cfg.mss_bytes as u64;

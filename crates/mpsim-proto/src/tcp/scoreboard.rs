@@ -61,6 +61,11 @@ pub struct Scoreboard {
     high_sacked: u64,
     /// Bytes ever marked lost; its growth over an ACK is what that ACK found lost.
     marked_lost_bytes: u64,
+    /// SACK blocks already applied, `[start, end)`: every segment inside
+    /// one is SACKed (marks are never undone), so a block that grew at its
+    /// top, as blocks do from ACK to ACK, is walked over its new part only.
+    applied: [(u64, u64); 4],
+    applied_next: usize,
 }
 
 impl Scoreboard {
@@ -137,6 +142,8 @@ impl Scoreboard {
                 let f = &mut self.segs[0];
                 f.start = ack;
                 f.tag = NO_TAG; // no longer the start of what was written
+                // A trimmed head may now lie inside an applied block unSACKed.
+                self.applied = Default::default();
                 let (sacked, lost, rtx, len) = (f.sacked, f.lost, f.rtx_in_flight, f.len());
                 self.sacked_bytes += if sacked { len } else { 0 };
                 self.lost_bytes += if lost && !sacked { len } else { 0 };
@@ -167,7 +174,13 @@ impl Scoreboard {
     pub fn sack(&mut self, start: u64, end: u64) -> (u64, Option<SimTime>) {
         let mut newly = 0;
         let mut oldest: Option<SimTime> = None;
-        let mut i = self.index_of(start);
+        let mut from = start;
+        for &(s, e) in &self.applied {
+            if s <= start && start < e {
+                from = from.max(e);
+            }
+        }
+        let mut i = self.index_of(from);
         while i < self.segs.len() && self.segs[i].end <= end {
             let s = self.segs[i];
             if s.start >= start && !s.sacked {
@@ -182,7 +195,21 @@ impl Scoreboard {
             }
             i += 1;
         }
+        // Blocks beyond what was sent are remembered only up to its end.
+        let top = end.min(self.segs.back().map_or(0, |s| s.end));
+        if top > start {
+            self.remember_applied(start, top);
+        }
         (newly, oldest)
+    }
+
+    fn remember_applied(&mut self, start: u64, end: u64) {
+        if let Some(a) = self.applied.iter_mut().find(|(s, e)| *s <= start && start <= *e && *e > 0) {
+            a.1 = a.1.max(end);
+            return;
+        }
+        self.applied[self.applied_next] = (start, end);
+        self.applied_next = (self.applied_next + 1) % self.applied.len();
     }
 
     /// RFC 6675 IsLost, by segments: marks lost every unSACKed segment with

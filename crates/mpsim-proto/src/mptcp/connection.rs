@@ -232,7 +232,7 @@ pub struct MptcpConnection {
     /// Reused buffer of DSN ranges moved from a subflow to the connection.
     pub(super) scratch_ranges: Vec<(u64, u64)>,
     /// Reused buffer of the scheduler's ranking.
-    pub(super) ranked: Vec<(u64, usize)>,
+    pub(super) ranked: Vec<(u64, usize, u64)>,
     pub stats: MptcpStats,
 }
 

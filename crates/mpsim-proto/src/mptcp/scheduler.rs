@@ -70,9 +70,11 @@ impl MptcpConnection {
     }
 
     /// The subflows `pick_lowest_rtt` would choose among for new data of
-    /// `len` bytes, into `out` as (SRTT, index), best first: those with room
-    /// in the class it would take.
-    pub(super) fn rank_lowest_rtt(&self, len: u32, out: &mut Vec<(u64, usize)>) {
+    /// `len` bytes, into `out` as (SRTT, index, room), best first: those with
+    /// room in the class it would take.
+    /// With each, how many segments of `len` it takes one after the other
+    /// (at least one).
+    pub(super) fn rank_lowest_rtt(&self, len: u32, out: &mut Vec<(u64, usize, u64)>) {
         out.clear();
         let mut regular_usable = false;
         for r in 0..self.subs.len() {
@@ -84,10 +86,17 @@ impl MptcpConnection {
                 regular_usable = true;
                 out.clear(); // backup subflows only when no regular one is usable
             }
-            if (backup && regular_usable) || !self.has_room(r, len) {
+            if backup && regular_usable {
                 continue;
             }
-            out.push((self.cc[r].srtt.map_or(0, |s| s.as_ps()), r));
+            let room = if len == self.cfg.tcp.mss_bytes {
+                self.subs[r].sf.full_segments_with_room(&self.cc[r])
+            } else {
+                self.has_room(r, len) as u64
+            };
+            if room > 0 {
+                out.push((self.cc[r].srtt.map_or(0, |s| s.as_ps()), r, room));
+            }
         }
         out.sort_unstable();
     }

@@ -190,12 +190,18 @@ impl MptcpConnection {
         let mut ranked = std::mem::take(&mut self.ranked);
         self.rank_lowest_rtt(first.len, &mut ranked);
         let mut ask_again = false;
-        'subflows: for &(_, r) in &ranked {
-            if first.len == self.cfg.tcp.mss_bytes {
-                // The full segments that certainly fit go without the checks below.
-                for _ in 0..self.full_segments_that_fit(r) {
+        let full = first.len == self.cfg.tcp.mss_bytes;
+        'subflows: for &(_, r, room) in &ranked {
+            if full {
+                // `r` takes `room` full segments; fewer only if the data or
+                // the connection-level window ends first.
+                let n = room.min(self.full_segments_of_data());
+                for _ in 0..n {
                     let seg = NextSeg { dsn: self.data_nxt, len: first.len, reinject: None };
                     self.transmit_on(r, seg);
+                }
+                if n == room {
+                    continue;
                 }
             }
             while let Some(seg) = self.next_segment() {
@@ -218,14 +224,11 @@ impl MptcpConnection {
         ask_again
     }
 
-    /// How many full-size segments of new data `r` takes, one after the
-    /// other, before the checks of `schedule_new_data` could stop it: the
-    /// data and the connection-level window have them, and the subflow
-    /// has room for them.
-    fn full_segments_that_fit(&self, r: usize) -> u64 {
+    /// How many full-size segments of new data the application's data and
+    /// the connection-level window hold.
+    fn full_segments_of_data(&self) -> u64 {
         let mss = self.cfg.tcp.mss_bytes as u64;
-        let data = self.send_limit().min(self.app_end).saturating_sub(self.data_nxt) / mss;
-        data.min(self.subs[r].sf.full_segments_with_room(&self.cc[r]))
+        self.send_limit().min(self.app_end).saturating_sub(self.data_nxt) / mss
     }
 
     fn schedule_reinjections(&mut self) {

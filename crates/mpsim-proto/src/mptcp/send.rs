@@ -156,7 +156,8 @@ impl MptcpConnection {
         }
     }
 
-    /// Default and round-robin scheduling: one segment at a time.
+    /// Default, round-robin and upstream scheduling: segment after segment
+    /// (the default scheduler's new data in batches, `schedule_new_data`).
     fn schedule(&mut self, now: SimTime) {
         while let Some(seg) = self.next_segment() {
             if seg.reinject.is_none() && self.send_blocked(&seg) {

@@ -306,6 +306,7 @@ impl Subflow {
 
     /// How many full-size segments `has_send_room` would accept one after
     /// the other (each written before the next is asked for).
+    #[inline]
     pub fn full_segments_with_room(&self, cc: &SubflowCc) -> u64 {
         if !self.state.can_send() {
             return 0;
@@ -759,6 +760,7 @@ impl Subflow {
     /// RFC 7661 as Linux) and returns true; otherwise changes nothing and
     /// returns false. MPTCP polls every subflow that saw an ACK before
     /// scheduling new data on it; most have nothing of their own to send.
+    #[inline]
     pub fn poll_nothing_due(&mut self, cc: &SubflowCc) -> bool {
         let nothing_due = !self.has_unsent_data()
             && !self.ack_pending

@@ -142,7 +142,7 @@ impl Scoreboard {
                 let f = &mut self.segs[0];
                 f.start = ack;
                 f.tag = NO_TAG; // no longer the start of what was written
-                // A trimmed head may now lie inside an applied block unSACKed.
+                                // A trimmed head may now lie inside an applied block unSACKed.
                 self.applied = Default::default();
                 let (sacked, lost, rtx, len) = (f.sacked, f.lost, f.rtx_in_flight, f.len());
                 self.sacked_bytes += if sacked { len } else { 0 };
@@ -371,6 +371,44 @@ mod tests {
         b.on_retransmit(0, SimTime(50));
         assert_eq!(b.pipe_bytes(), 700);
         assert!(b.next_lost().is_none());
+    }
+
+    #[test]
+    fn a_growing_block_marks_exactly_the_segments_inside_it() {
+        let mut b = board(10);
+        assert_eq!(b.sack(200, 400).0, 200);
+        // The same block grown at its top: only the new segment is new.
+        assert_eq!(b.sack(200, 500).0, 100);
+        assert_eq!(b.sack(200, 500).0, 0);
+        // A block below the applied one, and one reaching into it.
+        assert_eq!(b.sack(100, 200).0, 100);
+        assert_eq!(b.sack(100, 700).0, 200);
+        assert_eq!(b.sacked_bytes(), 600);
+        // Beyond what was sent is not remembered as applied.
+        assert_eq!(b.sack(700, 1200).0, 300);
+        b.push(Seg {
+            start: 1000,
+            end: 1100,
+            sent_at: SimTime(10),
+            fin: false,
+            retransmitted: false,
+            rtx_in_flight: false,
+            sacked: false,
+            lost: false,
+            tag: NO_TAG,
+        });
+        assert_eq!(b.sack(700, 1200).0, 100);
+    }
+
+    #[test]
+    fn a_trimmed_head_inside_an_applied_block_is_still_sacked_later() {
+        let mut b = board(4);
+        // [0,100) is not inside [50,300): it stays unSACKed.
+        assert_eq!(b.sack(50, 300).0, 200);
+        // A partial cumulative ACK trims it to [50,100), now inside the block.
+        b.cum_ack(50);
+        assert_eq!(b.sack(50, 300).0, 50);
+        assert_eq!(b.sacked_bytes(), 250);
     }
 
     #[test]

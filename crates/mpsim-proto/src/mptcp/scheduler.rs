@@ -69,12 +69,11 @@ impl MptcpConnection {
         best[class][carried].map(|(_, r)| r)
     }
 
-    /// The subflows `pick_lowest_rtt` would choose among for new data of
-    /// `len` bytes, into `out` as (SRTT, index, room), best first: those with
-    /// room in the class it would take.
-    /// With each, how many segments of `len` it takes one after the other
-    /// (at least one).
-    pub(super) fn rank_lowest_rtt(&self, len: u32, out: &mut Vec<(u64, usize, u64)>) {
+    /// The subflows `pick_lowest_rtt` would choose among for full-size new
+    /// data, best first, into `out` as (SRTT, index, room): those of the
+    /// class it would take that have room, and how many full segments each
+    /// takes one after the other.
+    pub(super) fn rank_lowest_rtt(&self, out: &mut Vec<(u64, usize, u64)>) {
         out.clear();
         let mut regular_usable = false;
         for r in 0..self.subs.len() {
@@ -89,11 +88,7 @@ impl MptcpConnection {
             if backup && regular_usable {
                 continue;
             }
-            let room = if len == self.cfg.tcp.mss_bytes {
-                self.subs[r].sf.full_segments_with_room(&self.cc[r])
-            } else {
-                self.has_room(r, len) as u64
-            };
+            let room = self.subs[r].sf.full_segments_with_room(&self.cc[r]);
             if room > 0 {
                 out.push((self.cc[r].srtt.map_or(0, |s| s.as_ps()), r, room));
             }

@@ -184,45 +184,34 @@ impl MptcpConnection {
     /// New data under the default scheduler, from `first` on. Queuing on a
     /// subflow changes only that subflow's room, so the answers the
     /// scheduler would give segment after segment are known in advance:
-    /// the subflows that have room, lowest SRTT first, each until it is
-    /// full. Returns true if the scheduler must be asked again (a shorter
-    /// segment, whose room differs), false when nothing more can go.
+    /// the subflows that have room, lowest SRTT first, each taking full
+    /// segments until it is full. Returns true if the scheduler must look
+    /// again at what comes next (no data, a shorter segment, or data the
+    /// connection-level window blocks), false when every subflow is full.
     fn schedule_new_data(&mut self, first: NextSeg) -> bool {
-        let mut ranked = std::mem::take(&mut self.ranked);
-        self.rank_lowest_rtt(first.len, &mut ranked);
-        let mut ask_again = false;
-        let full = first.len == self.cfg.tcp.mss_bytes;
-        'subflows: for &(_, r, room) in &ranked {
-            if full {
-                // `r` takes `room` full segments; fewer only if the data or
-                // the connection-level window ends first.
-                let n = room.min(self.full_segments_of_data());
-                for _ in 0..n {
-                    let seg = NextSeg { dsn: self.data_nxt, len: first.len, reinject: None };
-                    self.transmit_on(r, seg);
-                }
-                if n == room {
-                    continue;
-                }
+        if first.len != self.cfg.tcp.mss_bytes {
+            // The last bytes written, less than a segment: one choice.
+            if let Some(r) = self.pick_lowest_rtt(&first) {
+                self.transmit_on(r, first);
             }
-            while let Some(seg) = self.next_segment() {
-                if seg.reinject.is_some() || seg.len != first.len {
-                    ask_again = true;
-                    break 'subflows;
-                }
-                if self.send_blocked(&seg) {
-                    ask_again = true; // for the opportunistic retransmission
-                    break 'subflows;
-                }
-                if !self.has_room(r, seg.len) {
-                    continue 'subflows;
-                }
+            return false;
+        }
+        let mut ranked = std::mem::take(&mut self.ranked);
+        self.rank_lowest_rtt(&mut ranked);
+        let mut look_again = false;
+        for &(_, r, room) in &ranked {
+            let data = self.full_segments_of_data();
+            for _ in 0..room.min(data) {
+                let seg = NextSeg { dsn: self.data_nxt, len: first.len, reinject: None };
                 self.transmit_on(r, seg);
             }
-            break; // no more data
+            if data <= room {
+                look_again = true;
+                break;
+            }
         }
         self.ranked = ranked;
-        ask_again
+        look_again
     }
 
     /// How many full-size segments of new data the application's data and

@@ -340,20 +340,25 @@ impl Scoreboard {
 mod tests {
     use super::*;
 
+    /// The `i`-th 100-byte segment, sent at time `i`.
+    fn seg(i: u64) -> Seg {
+        Seg {
+            start: i * 100,
+            end: (i + 1) * 100,
+            sent_at: SimTime(i),
+            fin: false,
+            retransmitted: false,
+            rtx_in_flight: false,
+            sacked: false,
+            lost: false,
+            tag: NO_TAG,
+        }
+    }
+
     fn board(n: u64) -> Scoreboard {
         let mut b = Scoreboard::default();
         for i in 0..n {
-            b.push(Seg {
-                start: i * 100,
-                end: (i + 1) * 100,
-                sent_at: SimTime(i),
-                fin: false,
-                retransmitted: false,
-                rtx_in_flight: false,
-                sacked: false,
-                lost: false,
-                tag: NO_TAG,
-            });
+            b.push(seg(i));
         }
         b
     }
@@ -386,17 +391,7 @@ mod tests {
         assert_eq!(b.sacked_bytes(), 600);
         // Beyond what was sent is not remembered as applied.
         assert_eq!(b.sack(700, 1200).0, 300);
-        b.push(Seg {
-            start: 1000,
-            end: 1100,
-            sent_at: SimTime(10),
-            fin: false,
-            retransmitted: false,
-            rtx_in_flight: false,
-            sacked: false,
-            lost: false,
-            tag: NO_TAG,
-        });
+        b.push(seg(10));
         assert_eq!(b.sack(700, 1200).0, 100);
     }
 

@@ -297,11 +297,19 @@ impl Subflow {
     #[inline]
     pub fn has_send_room(&self, cc: &SubflowCc, len: u64) -> bool {
         let mss = self.cfg.mss_bytes as u64;
+        let (by_cwnd, by_peer) = self.write_room_bytes(cc);
+        self.state.can_send() && by_cwnd >= mss && by_peer >= len.min(mss)
+    }
+
+    /// Bytes that may still be written for sending now: what the congestion
+    /// window leaves beside what is in flight and what is written but
+    /// unsent, and what the peer's window leaves beyond what is written.
+    #[inline]
+    fn write_room_bytes(&self, cc: &SubflowCc) -> (u64, u64) {
+        let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
         let unsent = self.snd_limit.saturating_sub(self.snd_nxt);
-        self.state.can_send()
-            && self.sb.pipe_bytes() + unsent + mss <= cwnd_bytes
-            && self.snd_limit + len.min(mss) <= self.peer_wnd_right
+        (cwnd_bytes.saturating_sub(self.sb.pipe_bytes() + unsent), self.peer_wnd_right.saturating_sub(self.snd_limit))
     }
 
     /// How many full-size segments `has_send_room` would accept one after
@@ -311,19 +319,8 @@ impl Subflow {
         if !self.state.can_send() {
             return 0;
         }
-        let mss = self.cfg.mss_bytes as u64;
-        let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
-        let unsent = self.snd_limit.saturating_sub(self.snd_nxt);
-        let by_cwnd = cwnd_bytes.saturating_sub(self.sb.pipe_bytes() + unsent) / mss;
-        let by_peer = self.peer_wnd_right.saturating_sub(self.snd_limit) / mss;
-        by_cwnd.min(by_peer)
-    }
-
-    /// Free congestion window in bytes (0 when full).
-    pub fn cwnd_space_bytes(&self, cc: &SubflowCc) -> u64 {
-        let mss = self.cfg.mss_bytes as u64;
-        let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
-        cwnd_bytes.saturating_sub(self.sb.pipe_bytes())
+        let (by_cwnd, by_peer) = self.write_room_bytes(cc);
+        by_cwnd.min(by_peer) / self.cfg.mss_bytes as u64
     }
 
     /// A pure ACK carrying the current acknowledgement and window, for
@@ -762,20 +759,28 @@ impl Subflow {
     /// scheduling new data on it; most have nothing of their own to send.
     #[inline]
     pub fn poll_nothing_due(&mut self, cc: &SubflowCc) -> bool {
-        let nothing_due = !self.has_unsent_data()
-            && !self.ack_pending
-            && self.state.is_synchronised()
-            && !self.syn_pending
-            && !self.probe_pending
-            && !self.force_rtx
-            && !self.sb.any_lost()
-            && (!self.close_requested || self.fin_sent)
-            && !(self.cfg.sack && cc.ca_state == CaState::Recovery && !self.rescue_done);
+        let nothing_due = !self.ack_pending && self.state.is_synchronised() && !self.syn_pending && !self.data_may_be_due(cc);
         if nothing_due {
-            let mss = self.cfg.mss_bytes as u64;
-            self.cwnd_validate(false, (cc.cwnd_pkts * mss as f64) as u64);
+            self.end_empty_round(cc);
         }
         nothing_due
+    }
+
+    /// A retransmission, new data, a FIN or a rescue retransmission may be
+    /// due (an ACK or a handshake segment aside); if not, a poll sends
+    /// nothing.
+    #[inline]
+    fn data_may_be_due(&self, cc: &SubflowCc) -> bool {
+        self.has_unsent_data()
+            || self.sb.any_lost()
+            || (self.close_requested && !self.fin_sent)
+            || (self.cfg.sack && cc.ca_state == CaState::Recovery && !self.rescue_done)
+    }
+
+    /// A round of sending that sent nothing and was not blocked ends.
+    fn end_empty_round(&mut self, cc: &SubflowCc) {
+        let mss = self.cfg.mss_bytes as u64;
+        self.cwnd_validate(false, (cc.cwnd_pkts * mss as f64) as u64);
     }
 
     fn has_unsent_data(&self) -> bool {
@@ -875,6 +880,10 @@ impl Subflow {
     }
 
     fn next_data_segment(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Tx> {
+        if !self.data_may_be_due(cc.me()) {
+            self.end_empty_round(cc.me());
+            return None;
+        }
         let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = (cc.me().cwnd_pkts * mss as f64) as u64;
         let pipe = self.sb.pipe_bytes();

@@ -334,31 +334,32 @@ impl Simulation {
     fn host_receive(&mut self, host: NodeId, pid: PacketId) {
         let pkt = self.pool.get(pid);
         let ours = iface_of_addr(pkt.dst).is_some_and(|(l, s)| l.index() < self.links.len() && self.topo.end(l, s) == host);
-        let demux = self.demux.get(&demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport)).copied();
-        match demux {
-            Some(Demux::Ep(ep)) if ours => {
+        if !ours {
+            self.pool.free(pid); // hosts do not forward
+            return;
+        }
+        let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
+        match self.demux.get(&key).copied() {
+            Some(Demux::Ep(ep)) => {
                 // Handled in place: the header is not copied out of the pool.
                 self.endpoints[ep as usize].kind.handle_segment(self.now, self.pool.get(pid));
                 self.pool.free(pid);
                 self.work.push(ep);
                 self.drain_work();
             }
-            _ => {
+            demux => {
                 let pkt = self.pool.take(pid);
-                if ours {
-                    self.host_receive_other(host, demux, &pkt); // hosts do not forward
-                }
+                self.host_receive_other(host, demux, key, &pkt);
             }
         }
     }
 
-    fn host_receive_other(&mut self, host: NodeId, demux: Option<Demux>, pkt: &Packet) {
+    /// A packet for no established endpoint: a connection being accepted,
+    /// a UDP flow, or nothing.
+    fn host_receive_other(&mut self, host: NodeId, demux: Option<Demux>, key: u128, pkt: &Packet) {
         match demux {
             Some(Demux::Ep(_)) => {}
-            Some(Demux::Pending { flow, conn }) => {
-                let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
-                self.accept(flow, conn, host, pkt, key)
-            }
+            Some(Demux::Pending { flow, conn }) => self.accept(flow, conn, host, pkt, key),
             Some(Demux::Udp { flow }) => self.flows[flow as usize].on_datagram(pkt.payload_bytes as u64, self.now),
             None => self.unmatched_segment(host, pkt),
         }

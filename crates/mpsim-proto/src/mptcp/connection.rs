@@ -853,9 +853,9 @@ impl MptcpConnection {
 
     // ----- address management -----
 
-    /// ADD_ADDR for every local address but the initial one (fullmesh, signal endpoints).
-    /// ADD_ADDR for each other local address, once per connection (later
-    /// changes go through `set_local_addr_up`).
+    /// ADD_ADDR for every local address but the initial one (fullmesh,
+    /// signal endpoints), once per connection (later changes go through
+    /// `set_local_addr_up`).
     fn announce_local_addrs(&mut self) {
         if std::mem::replace(&mut self.addrs_announced, true) {
             return;
@@ -967,7 +967,6 @@ impl MptcpConnection {
         true
     }
 
-    /// The host's interface with address `addr` went down or came up.
     /// The interface with address `addr` becomes a backup one (or a
     /// regular one again): its subflows change priority and tell the peer
     /// with MP_PRIO (spec 3.6, 9), as Linux does on
@@ -984,6 +983,7 @@ impl MptcpConnection {
         }
     }
 
+    /// The host's interface with address `addr` went down or came up.
     pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
         self.quiet = false;
         self.subs.iter_mut().for_each(|s| s.dirty = true);

@@ -141,8 +141,9 @@ impl Scoreboard {
                 info.bytes += ack - front.start;
                 let f = &mut self.segs[0];
                 f.start = ack;
-                f.tag = NO_TAG; // no longer the start of what was written
-                                // A trimmed head may now lie inside an applied block unSACKed.
+                // No longer the start of what was written; and it may now
+                // lie unSACKed inside an applied block.
+                f.tag = NO_TAG;
                 self.applied = Default::default();
                 let (sacked, lost, rtx, len) = (f.sacked, f.lost, f.rtx_in_flight, f.len());
                 self.sacked_bytes += if sacked { len } else { 0 };

@@ -149,6 +149,11 @@ CASES: list[BenchCase] = [
 ]
 
 
+# The figure MPTCP's cases are compared with: the TCP dumbbell.
+REFERENCE_CASE = "dumbbell-100flow-1g"
+CONFIDENCE = 0.95
+
+
 def case_named(name: str) -> BenchCase:
     for case in CASES:
         if case.name == name:
@@ -206,6 +211,75 @@ def run_case_subprocess(name: str, quick: bool = False) -> dict[str, Any]:
         lines = proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"]
         raise BenchError(f"bench case {name}: {lines[-1]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def median(values: list[float]) -> float:
+    xs = sorted(values)
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def median_interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """A distribution-free confidence interval of the median: the order
+    statistics x(k) and x(n+1-k), with k the largest rank such that a
+    Binomial(n, 1/2) falls below it with probability at most (1 - confidence)/2.
+    None when there are too few values for that confidence (fewer than 6 at 95 %)."""
+    xs = sorted(values)
+    n = len(xs)
+    tail = (1 - confidence) / 2
+    below, k = 0.0, 0
+    while k < n:
+        p = math.comb(n, k) / 2**n
+        if below + p > tail:
+            break
+        below += p
+        k += 1
+    if k == 0:
+        return None
+    return xs[k - 1], xs[n - k]
+
+
+def summarise(rounds: list[list[dict[str, Any]]], reference: str = REFERENCE_CASE) -> list[dict[str, Any]]:
+    """One row per case from several rounds (each a list of `run_case` rows,
+    every case once). Rates are medians over the rounds; `relative_speed` is
+    the median over rounds of the case's rate over the reference case's rate
+    in the same round (runs close in time share the machine's load), with its
+    confidence interval. The reference itself and runs without it get None."""
+    by_case: dict[str, list[dict[str, Any]]] = {}
+    for rows in rounds:
+        for row in rows:
+            by_case.setdefault(row["case"], []).append(row)
+    reference_rates = [next((r["packet_hops_per_s"] for r in rows if r["case"] == reference), None) for rows in rounds]
+    summary = []
+    for name, runs in by_case.items():
+        first = runs[0]
+        for r in runs[1:]:
+            if (r["events"], r["packet_hops"]) != (first["events"], first["packet_hops"]):
+                raise BenchError(f"bench case {name}: events or packet-hops differ between rounds")
+        rates = [r["packet_hops_per_s"] for r in runs]
+        ratios = []
+        if name != reference:
+            ratios = [r["packet_hops_per_s"] / ref for r, ref in zip(runs, reference_rates, strict=True) if ref]
+        interval = median_interval(ratios) if ratios else None
+        summary.append({
+            "case": name,
+            "sim_time_s": first["sim_time_s"],
+            "rounds": len(runs),
+            "wall_s": median([r["wall_s"] for r in runs]),
+            "total_wall_s": median([r["total_wall_s"] for r in runs]),
+            "events": first["events"],
+            "packet_hops": first["packet_hops"],
+            "packet_hops_per_s": median(rates),
+            "packet_hops_per_s_min": min(rates),
+            "packet_hops_per_s_max": max(rates),
+            "events_per_s": median([r["events_per_s"] for r in runs]),
+            "peak_memory_mib": max(r["peak_memory_mib"] for r in runs),
+            "run_memory_mib": max(r["run_memory_mib"] for r in runs),
+            "relative_speed": median(ratios) if ratios else None,
+            "relative_speed_ci95": list(interval) if interval else None,
+            "relative_speed_min": min(ratios) if ratios else None,
+        })  # fmt: skip
+    return summary
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -297,22 +297,33 @@ def bench_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON list instead of a table.")] = False,
     quick: Annotated[bool, typer.Option("--quick", help="Simulate 5 s per case instead of 60 s.")] = False,
     case: Annotated[list[str] | None, typer.Option("--case", help="Run only this case (repeatable).")] = None,
+    repeat: Annotated[
+        int, typer.Option("--repeat", min=1, help="Rounds: every case once per round; rates are medians.")
+    ] = 1,
 ) -> None:
     """Time the engine on a fixed suite, each case in its own process."""
-    from .bench import CASES, BenchError, case_named, run_case_subprocess
+    from .bench import CASES, BenchError, case_named, run_case_subprocess, summarise
 
     try:
         names = [case_named(c).name for c in case] if case else [c.name for c in CASES]
     except BenchError as exc:
         _fail(str(exc))
     console = Console(stderr=True)
-    rows = []
-    for name in names:
-        try:
-            with console.status(f"bench {name}", spinner="dots") if console.is_terminal else nullcontext():
-                rows.append(run_case_subprocess(name, quick=quick))
-        except MpsimError as exc:
-            _fail(str(exc), FAILED)
+    rounds = []
+    for k in range(1, repeat + 1):
+        rows = []
+        for name in names:
+            label = f"bench {name}" + (f" (round {k} of {repeat})" if repeat > 1 else "")
+            try:
+                with console.status(label, spinner="dots") if console.is_terminal else nullcontext():
+                    rows.append(run_case_subprocess(name, quick=quick))
+            except MpsimError as exc:
+                _fail(str(exc), FAILED)
+        rounds.append(rows)
+    try:
+        rows = summarise(rounds)
+    except BenchError as exc:
+        _fail(str(exc), FAILED)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
@@ -320,17 +331,38 @@ def bench_command(
 
 
 def _bench_table(rows: list[dict[str, Any]], console: Console) -> None:
-    table = Table(title="mpsim bench", title_justify="left")
-    columns = ("case", "sim s", "engine s", "events", "packet-hops", "hops/s", "events/s", "peak MiB", "run MiB")
+    from .bench import REFERENCE_CASE
+
+    rounds = max(r["rounds"] for r in rows)
+    title = "mpsim bench" + (f": medians of {rounds} rounds" if rounds > 1 else "")
+    table = Table(title=title, title_justify="left")
+    columns = ["case", "sim s", "engine s", "events", "packet-hops", "hops/s"]
+    columns += ["hops/s range"] if rounds > 1 else []
+    columns += ["events/s", "peak MiB", "run MiB", f"vs {REFERENCE_CASE}"]
     for column in columns:
         table.add_column(column, justify="left" if column == "case" else "right")
     for r in rows:
-        table.add_row(
+        cells = [
             r["case"], _fmt(r["sim_time_s"], ".0f"), _fmt(r["wall_s"], ".2f"), _fmt(r["events"], ","),
-            _fmt(r["packet_hops"], ","), _fmt(r["packet_hops_per_s"], ".3g"), _fmt(r["events_per_s"], ".3g"),
-            _fmt(r["peak_memory_mib"], ".0f"), _fmt(r.get("run_memory_mib"), ".1f"),
-        )  # fmt: skip
+            _fmt(r["packet_hops"], ","), _fmt(r["packet_hops_per_s"], ".3g"),
+        ]  # fmt: skip
+        if rounds > 1:
+            cells.append(f"{_fmt(r['packet_hops_per_s_min'], '.3g')}-{_fmt(r['packet_hops_per_s_max'], '.3g')}")
+        cells += [_fmt(r["events_per_s"], ".3g"), _fmt(r["peak_memory_mib"], ".0f"), _fmt(r["run_memory_mib"], ".1f")]
+        cells.append(_relative(r))
+        table.add_row(*cells)
     console.print(table)
+
+
+def _relative(row: dict[str, Any]) -> str:
+    """The median ratio to the reference case, with its 95 % interval when there is one."""
+    if row["relative_speed"] is None:
+        return "-"
+    text = f"{row['relative_speed']:.2f}"
+    if row["relative_speed_ci95"]:
+        low, high = row["relative_speed_ci95"]
+        text += f" ({low:.2f}-{high:.2f})"
+    return text
 
 
 def main() -> None:

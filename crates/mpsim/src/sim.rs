@@ -422,8 +422,10 @@ impl Simulation {
             events.push(ev);
         }
         let mut mevents = Vec::new();
-        while let Some(ev) = e.kind.poll_mptcp_event() {
-            mevents.push(ev);
+        if let EpKind::Mptcp(_) = e.kind {
+            while let Some(ev) = e.kind.poll_mptcp_event() {
+                mevents.push(ev);
+            }
         }
         if let Some(t) = e.kind.poll_timeout() {
             if e.scheduled.is_none_or(|s| t < s) {
@@ -432,16 +434,20 @@ impl Simulation {
                 self.queue.push(t.max(now), Ev::Wakeup { ep, generation: e.generation });
             }
         }
-        for ev in mevents {
-            self.mptcp_event(ep, ev);
+        if !mevents.is_empty() {
+            for ev in mevents {
+                self.mptcp_event(ep, ev);
+            }
         }
         for p in &out {
             self.host_send(host, p);
         }
         out.clear();
         self.sampler.scratch_packets = out;
-        for ev in events.drain(..) {
-            self.endpoint_event(ep, ev);
+        if !events.is_empty() {
+            for ev in events.drain(..) {
+                self.endpoint_event(ep, ev);
+            }
         }
         self.sampler.scratch_events = events;
     }

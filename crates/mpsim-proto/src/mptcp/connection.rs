@@ -221,6 +221,8 @@ pub struct MptcpConnection {
     pub(super) snd_burst_bytes: u64,
     /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
     pub(super) out: Vec<Packet>,
+    /// Packets made for `poll_transmit` and not yet taken, in order.
+    pub(super) polled: VecDeque<Packet>,
     pub(super) events: VecDeque<AppEvent>,
     pub(super) mevents: VecDeque<MptcpEvent>,
     pub(super) connected_reported: bool,
@@ -292,6 +294,7 @@ impl MptcpConnection {
             last_snd: None,
             snd_burst_bytes: 0,
             out: Vec::new(),
+            polled: VecDeque::new(),
             events: VecDeque::new(),
             mevents: VecDeque::new(),
             connected_reported: false,

@@ -7,6 +7,8 @@ pub mod crypto;
 mod recv;
 mod scheduler;
 mod send;
+#[cfg(test)]
+mod tests;
 
 pub use connection::{MptcpConnection, MptcpStats, SubflowInfo};
 

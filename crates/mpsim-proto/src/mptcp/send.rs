@@ -25,19 +25,25 @@ pub(super) struct NextSeg {
 impl MptcpConnection {
     /// The next packet to send (one at a time; the engine uses `drain_transmit`).
     pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
-        if self.out.is_empty() && !self.quiet {
-            self.fill(now);
-            // Until the next input, another fill would find nothing new.
-            self.quiet = true;
+        if self.polled.is_empty() {
+            let mut batch = Vec::new();
+            self.drain_transmit(now, &mut batch);
+            self.polled.extend(batch);
         }
-        (!self.out.is_empty()).then(|| self.out.remove(0))
+        self.polled.pop_front()
     }
 
     /// Everything there is to send, appended to `sink` in order, built in
     /// `sink` itself (the engine's hot path).
     pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
-        // Packets emitted since the last call (rare) go first.
-        sink.append(&mut self.out);
+        // Packets made for `poll_transmit` and emitted since the last call
+        // (both rare) go first.
+        if !self.polled.is_empty() {
+            sink.extend(self.polled.drain(..));
+        }
+        if !self.out.is_empty() {
+            sink.append(&mut self.out);
+        }
         std::mem::swap(&mut self.out, sink);
         if !self.quiet {
             self.fill(now);

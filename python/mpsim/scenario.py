@@ -502,7 +502,24 @@ def _read_yaml(text: str, path: Path) -> tuple[dict, LineMap]:
         data = {}
     if not isinstance(data, dict):
         raise ScenarioError("expected a mapping of keys at the top level", file=path, line=1)
+    null = _first_null(data, ())
+    if null is not None:
+        # TOML, the canonical form, has no null: a key is given or left out.
+        raise ScenarioError(
+            "null is not a value: leave the key out for its default",
+            file=path, line=lookup_line(lines, null), key=format_loc(null),
+        )  # fmt: skip
     return data, lines
+
+
+def _first_null(node: Any, loc: Loc) -> Loc | None:
+    """The key path of the first null in `node`, in file order, if any."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        found = (*loc, key) if value is None else _first_null(value, (*loc, key))
+        if found is not None:
+            return found
+    return None
 
 
 def _fill_default_names(data: dict) -> None:

@@ -13,6 +13,11 @@ import re
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 
 PS_PER_S = 10**12
+# Largest time, rate or size a scenario may give: the engine keeps them in
+# 64-bit integers and adds times together (2**62 ps is about 53 days).
+MAX_QUANTITY = 2**62
+# Largest queue in packets (a 32-bit count in the engine).
+MAX_QUEUE_PACKETS = 2**32 - 1
 
 _TIME_UNITS = {"s": 10**12, "ms": 10**9, "us": 10**6, "ns": 10**3, "ps": 1}
 _RATE_UNITS = {"bps": 1, "kbps": 10**3, "Mbps": 10**6, "Gbps": 10**9}
@@ -64,8 +69,11 @@ def _scale(value: object, what: str, units: dict[str, int], base: str, expected:
     return number * units[unit]
 
 
-def _to_int(amount: Decimal) -> int:
-    return int(amount.to_integral_value(rounding=ROUND_HALF_EVEN))
+def _to_int(amount: Decimal, value: object, what: str) -> int:
+    n = int(amount.to_integral_value(rounding=ROUND_HALF_EVEN))
+    if n > MAX_QUANTITY:
+        raise UnitError(f"{what} {value!r} is too large")
+    return n
 
 
 def parse_time(value: object) -> int:
@@ -73,13 +81,13 @@ def parse_time(value: object) -> int:
     amount = _scale(value, "time", _TIME_UNITS, "s", "s, ms, us, ns or ps")
     if amount < 0:
         raise UnitError(f"time must not be negative, got {value!r}")
-    return _to_int(amount)
+    return _to_int(amount, value, "time")
 
 
 def parse_rate(value: object) -> int:
     """A rate ("10Mbps", "500kbps"; a number is bit/s) in bit/s; must be positive."""
     amount = _scale(value, "rate", _RATE_UNITS, "bps", "bps, kbps, Mbps or Gbps")
-    bps = _to_int(amount)
+    bps = _to_int(amount, value, "rate")
     if amount <= 0 or bps <= 0:
         raise UnitError(f"rate must be positive, got {value!r}")
     return bps
@@ -92,7 +100,7 @@ def parse_size(value: object) -> int:
         raise UnitError(f"size must not be negative, got {value!r}")
     if amount != amount.to_integral_value():
         raise UnitError(f"size must be a whole number of bytes, got {value!r}")
-    return int(amount)
+    return _to_int(amount, value, "size")
 
 
 def parse_queue(value: object) -> dict[str, int]:
@@ -101,6 +109,8 @@ def parse_queue(value: object) -> dict[str, int]:
     if unit == "pkt":
         if number != number.to_integral_value() or number <= 0:
             raise UnitError(f"queue must be a positive whole number of packets, got {value!r}")
+        if number > MAX_QUEUE_PACKETS:
+            raise UnitError(f"queue {value!r} is too large: at most {MAX_QUEUE_PACKETS} packets")
         return {"packets": int(number)}
     try:
         size = parse_size(value)

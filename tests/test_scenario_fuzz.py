@@ -1,5 +1,6 @@
-"""Scenario files with one random defect: a clear ScenarioError naming the
-file, or a scenario that runs; never another exception or a panic."""
+"""Scenario files with one random defect, and random `--set` overrides: a
+clear ScenarioError naming the file (and the override), or a scenario that
+runs; never another exception or a panic."""
 
 from __future__ import annotations
 
@@ -92,3 +93,36 @@ def test_the_shipped_scenarios_read_the_same_in_yaml(tmp_path: Path, path: Path)
     copy = tmp_path / f"{path.stem}.yaml"
     copy.write_text(yaml.safe_dump(BASES[path.name]))
     assert load_scenario(copy).to_engine_spec() == load_scenario(path).to_engine_spec()
+
+
+def override_keys(data: dict) -> list[str]:
+    """Dotted keys as `--set` takes them: array tables by name."""
+    keys = [f"simulation.{k}" for k in data.get("simulation", {})]
+    for section in ("node", "link", "flow"):
+        for item in data.get(section, []):
+            keys += [f"{section}.{item['name']}.{k}" for k in item if k != "name" and "name" in item]
+    return keys + ["simulation.bogus", "flow.nosuchflow.cc", "link"]
+
+
+@st.composite
+def overridden(draw: Any) -> tuple[Path, str]:
+    path = draw(st.sampled_from(SCENARIOS))
+    key = draw(st.sampled_from(override_keys(BASES[path.name])))
+    text = draw(st.one_of(st.text(max_size=15), WRONG_VALUES.map(lambda v: str(v).lower())))
+    return path, f"{key}={text}"
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=overridden())
+def test_a_random_override_is_refused_clearly_or_runs(case: tuple[Path, str]) -> None:
+    path, override = case
+    try:
+        load_scenario(path, [override])
+    except ScenarioError as err:
+        assert err.file is not None and Path(str(err.file)) == path, str(err)
+        # Blamed on the override, or on what it broke (`link=[]`: a flow's host).
+        assert err.key is not None, str(err)
+        if err.key.startswith("--set "):
+            assert err.key == f"--set {override.partition('=')[0]}", str(err)
+        return
+    run(path, set=[override, "simulation.duration=200ms"])

@@ -3,7 +3,7 @@
 //! `mpsim bench`; these track regressions of the pieces.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use mpsim::testbed::Dumbbell;
+use mpsim::testbed::{download, Dumbbell, TwoPath};
 use mpsim_core::{EventQueue, SimTime};
 
 fn event_queue(c: &mut Criterion) {
@@ -52,5 +52,28 @@ fn dumbbell_runs(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, event_queue, dumbbell_runs);
+/// One simulated second of the `mptcp-2path-1g` bench case: an MPTCP LIA
+/// download over two 1 Gbps paths, 5 and 10 ms one-way.
+fn mptcp_runs(c: &mut Criterion) {
+    let mut g = c.benchmark_group("mptcp");
+    g.sample_size(10);
+    let mut t = TwoPath::new([1_000_000_000; 2], [5.0, 10.0]);
+    t.duration_s = 1.0;
+    let mut flow = TwoPath::mptcp_flow("mp", "lia", download(None));
+    flow["rcvbuf_bytes"] = (32u64 << 20).into();
+    t.flows.push(flow);
+    let mut spec = t.spec();
+    spec["record"] = serde_json::json!({"interfaces": false, "subflows": false, "pcap": []});
+    let spec = spec.to_string();
+    let run = || {
+        let mut s = mpsim::Simulation::from_json(&spec).expect("spec builds");
+        s.run_until(SimTime(u64::MAX));
+        s.packet_hops()
+    };
+    g.throughput(Throughput::Elements(run()));
+    g.bench_function("two_paths_1gbps_1s", |b| b.iter(run));
+    g.finish();
+}
+
+criterion_group!(benches, event_queue, dumbbell_runs, mptcp_runs);
 criterion_main!(benches);

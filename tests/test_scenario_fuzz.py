@@ -126,3 +126,30 @@ def test_a_random_override_is_refused_clearly_or_runs(case: tuple[Path, str]) ->
             assert err.key == f"--set {override.partition('=')[0]}", str(err)
         return
     run(path, set=[override, "simulation.duration=200ms"])
+
+
+# The builder: the same checks, reached through keyword arguments.
+LINK_KWARGS = ["bw", "delay", "queue", "loss", "jitter", "bw_mbps", "delay_ms", "a_to_b", "bogus"]
+FLOW_KWARGS = ["cc", "size", "transport", "app", "start", "stop", "scheduler", "path_manager", "subflows",
+               "rcvbuf", "sndbuf", "mss", "backup_interfaces", "client_interfaces", "cc_mode", "bogus"]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    link_kw=st.dictionaries(st.sampled_from(LINK_KWARGS), WRONG_VALUES, max_size=2),
+    flow_kw=st.dictionaries(st.sampled_from(FLOW_KWARGS), WRONG_VALUES, max_size=2),
+)
+def test_builder_arguments_are_refused_clearly_or_run(link_kw: dict, flow_kw: dict) -> None:
+    from mpsim import Network
+
+    net = Network("fuzz", duration="200ms")
+    net.add_host("a")
+    net.add_host("b")
+    try:
+        net.add_link("a", "b", **{"bw": "10Mbps", "delay": "5ms", **link_kw})
+        net.add_flow("a", "b", **flow_kw)
+        scenario = net.to_scenario()
+    except ScenarioError as err:
+        assert err.file is not None and str(err.file).startswith(("add_link(", "add_flow(", "Network(")), str(err)
+        return
+    run(scenario)

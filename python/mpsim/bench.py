@@ -16,6 +16,7 @@ import json
 import math
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -213,12 +214,6 @@ def run_case_subprocess(name: str, quick: bool = False) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def median(values: list[float]) -> float:
-    xs = sorted(values)
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
 def median_interval(values: list[float], confidence: float = CONFIDENCE) -> tuple[float, float] | None:
     """A distribution-free confidence interval of the median: the order
     statistics x(k) and x(n+1-k), with k the largest rank such that a
@@ -265,17 +260,17 @@ def summarise(rounds: list[list[dict[str, Any]]], reference: str = REFERENCE_CAS
             "case": name,
             "sim_time_s": first["sim_time_s"],
             "rounds": len(runs),
-            "wall_s": median([r["wall_s"] for r in runs]),
-            "total_wall_s": median([r["total_wall_s"] for r in runs]),
+            "wall_s": statistics.median([r["wall_s"] for r in runs]),
+            "total_wall_s": statistics.median([r["total_wall_s"] for r in runs]),
             "events": first["events"],
             "packet_hops": first["packet_hops"],
-            "packet_hops_per_s": median(rates),
+            "packet_hops_per_s": statistics.median(rates),
             "packet_hops_per_s_min": min(rates),
             "packet_hops_per_s_max": max(rates),
-            "events_per_s": median([r["events_per_s"] for r in runs]),
+            "events_per_s": statistics.median([r["events_per_s"] for r in runs]),
             "peak_memory_mib": max(r["peak_memory_mib"] for r in runs),
             "run_memory_mib": max(r["run_memory_mib"] for r in runs),
-            "relative_speed": median(ratios) if ratios else None,
+            "relative_speed": statistics.median(ratios) if ratios else None,
             "relative_speed_ci95": list(interval) if interval else None,
             "relative_speed_min": min(ratios) if ratios else None,
         })  # fmt: skip

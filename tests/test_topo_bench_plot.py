@@ -97,6 +97,8 @@ def test_summary_pairs_each_round_with_the_reference():
     assert (rows[mp]["packet_hops_per_s_min"], rows[mp]["packet_hops_per_s_max"]) == (3.0, 8.0)
     assert rows[mp]["relative_speed"] == pytest.approx(0.8)
     assert rows[mp]["relative_speed_min"] == pytest.approx(0.6)
+    assert rows[mp]["relative_speed_rounds"] == pytest.approx([0.8, 0.6, 0.8])
+    assert rows[mp]["packet_hops_per_s_rounds"] == [8.0, 3.0, 8.0]
     assert rows[mp]["relative_speed_ci95"] is None  # three rounds are too few
     alone = summarise([[bench_row(mp, 8.0)]])
     assert alone[0]["relative_speed"] is None  # no reference was run

@@ -267,12 +267,14 @@ def summarise(rounds: list[list[dict[str, Any]]], reference: str = REFERENCE_CAS
             "packet_hops_per_s": statistics.median(rates),
             "packet_hops_per_s_min": min(rates),
             "packet_hops_per_s_max": max(rates),
+            "packet_hops_per_s_rounds": rates,
             "events_per_s": statistics.median([r["events_per_s"] for r in runs]),
             "peak_memory_mib": max(r["peak_memory_mib"] for r in runs),
             "run_memory_mib": max(r["run_memory_mib"] for r in runs),
             "relative_speed": statistics.median(ratios) if ratios else None,
             "relative_speed_ci95": list(interval) if interval else None,
             "relative_speed_min": min(ratios) if ratios else None,
+            "relative_speed_rounds": ratios or None,
         })  # fmt: skip
     return summary
 

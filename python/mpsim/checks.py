@@ -42,6 +42,7 @@ TRANSPORT_KEYS = {
     "max_subflows": ("mptcp",),
     "max_add_addr_accepted": ("mptcp",),
     "add_addr_timeout": ("mptcp",),
+    "dss_checksum": ("mptcp",),
     "variant": ("cmt",),
     "rbuf": ("cmt",),
     "handover": ("tcp",),

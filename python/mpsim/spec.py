@@ -138,6 +138,7 @@ def mptcp_spec(flow: Flow) -> dict[str, Any]:
         "max_subflows": _or(flow.max_subflows, DEFAULT_MAX_SUBFLOWS) if endpoints else None,
         "max_add_addr_accepted": _or(flow.max_add_addr_accepted, DEFAULT_MAX_ADD_ADDR_ACCEPTED) if endpoints else None,
         "add_addr_timeout_ps": _or(flow.add_addr_timeout_ps, DEFAULT_ADD_ADDR_TIMEOUT_PS),
+        "dss_checksum": bool(flow.dss_checksum),
     }
 
 

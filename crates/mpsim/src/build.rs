@@ -317,7 +317,8 @@ impl Simulation {
         if add_addr_timeout == SimDuration::ZERO {
             return Err(invalid(format!("{what}: add_addr_timeout must be positive")));
         }
-        Ok(MptcpFlow { scheduler, path_manager, backup_links, add_addr_timeout })
+        let dss_checksum = f.dss_checksum.unwrap_or(false);
+        Ok(MptcpFlow { scheduler, path_manager, backup_links, add_addr_timeout, dss_checksum })
     }
 
     fn schedule_initial_events(&mut self, spec: &Spec) {

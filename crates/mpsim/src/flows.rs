@@ -52,6 +52,7 @@ pub(crate) struct MptcpFlow {
     /// Links whose client interface is a backup path.
     pub backup_links: Vec<LinkId>,
     pub add_addr_timeout: SimDuration,
+    pub dss_checksum: bool,
 }
 
 /// One connection of a flow: its two endpoints (once they exist).
@@ -301,6 +302,7 @@ impl Simulation {
             port_base,
             seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
             add_addr_timeout: m.add_addr_timeout,
+            dss_checksum: m.dss_checksum,
             sndbuf_bytes: f.spec.sndbuf_bytes,
         }
     }

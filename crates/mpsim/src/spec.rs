@@ -210,6 +210,9 @@ pub struct FlowSpec {
     /// mptcp: an unechoed ADD_ADDR is sent again after this (kernel default 120 s).
     #[serde(default)]
     pub add_addr_timeout_ps: Option<u64>,
+    /// mptcp: ask for DSS checksums (MP_CAPABLE flag A); used if either end asks.
+    #[serde(default)]
+    pub dss_checksum: Option<bool>,
 }
 
 fn default_cc() -> String {

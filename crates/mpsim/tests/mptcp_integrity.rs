@@ -178,4 +178,3 @@ fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
         }
     }
 }
-

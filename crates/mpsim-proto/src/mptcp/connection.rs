@@ -229,6 +229,9 @@ pub struct MptcpConnection {
     /// A DSS arrived from the peer: it holds our key, so MP_JOINs will find
     /// the connection ("fully established", RFC 8684 3.1).
     pub(super) peer_confirmed: bool,
+    /// DSS checksums are in use: this end or the peer asked for them in
+    /// its MP_CAPABLE (flag A).
+    pub(super) checksums: bool,
     /// Nothing happened since the last fill found nothing more to send.
     pub(super) quiet: bool,
     /// Reused buffer of DSN ranges moved from a subflow to the connection.
@@ -299,6 +302,7 @@ impl MptcpConnection {
             mevents: VecDeque::new(),
             connected_reported: false,
             peer_confirmed: false,
+            checksums: false,
             quiet: false,
             scratch_ranges: Vec::new(),
             ranked: Vec::new(),
@@ -331,9 +335,9 @@ impl MptcpConnection {
         let mut c = Self::base(cfg, false)?;
         c.remote_port = syn.sport;
         c.remote_addrs.push((0, syn.src));
-        let capable = matches!(syn.ext.mptcp().map(|m| m.option), Some(MpOption::CapableSyn { .. }));
-        if !capable {
-            c.fall_back();
+        match syn.ext.mptcp().map(|m| m.option) {
+            Some(MpOption::CapableSyn { checksum, .. }) => c.checksums = c.cfg.dss_checksum || checksum,
+            _ => c.fall_back(),
         }
         let sf = Subflow::accept(tcp, syn);
         let id = c.local_id_of(syn.dst);
@@ -602,7 +606,10 @@ impl MptcpConnection {
         match (self.subs[r].kind, self.is_client) {
             (Kind::Initial, true) if syn_ack && self.subs[r].sf.state == TcpState::SynSent => {
                 match option {
-                    MpOption::CapableSynAck { key, .. } => self.learn_remote_key(key),
+                    MpOption::CapableSynAck { key, checksum, .. } => {
+                        self.checksums = self.cfg.dss_checksum || checksum;
+                        self.learn_remote_key(key);
+                    }
                     _ => self.fall_back(),
                 }
                 if self.state != MpState::Fallback {

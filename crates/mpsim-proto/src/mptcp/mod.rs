@@ -81,6 +81,9 @@ pub struct MptcpConfig {
     /// Connection-level send buffer: written data stays in it until
     /// DATA_ACKed, and new data enters only while it has room. None: unlimited.
     pub sndbuf_bytes: Option<u64>,
+    /// Ask for DSS checksums (MP_CAPABLE flag A, spec 2); both ends use
+    /// them if either asks (RFC 8684 3.1).
+    pub dss_checksum: bool,
 }
 
 /// Retransmissions of an unechoed ADD_ADDR (Linux `ADD_ADDR_RETRANS_MAX`).

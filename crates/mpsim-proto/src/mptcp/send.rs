@@ -344,8 +344,8 @@ impl MptcpConnection {
     /// MPTCP options for a segment subflow `r` produced.
     fn decorate(&mut self, r: usize, p: &mut Packet) {
         let handshakes_done = self.state == MpState::Established && self.peer_confirmed && !self.subs[r].third_ack_pending;
-        if handshakes_done && !p.flags.has(TcpFlags::SYN | TcpFlags::RST) {
-            // The common case: no handshake option can be due.
+        if handshakes_done && !self.checksums && !p.flags.has(TcpFlags::SYN | TcpFlags::RST) {
+            // The common case: no handshake option can be due, no checksum.
             let dss = self.dss_for(r, p);
             self.attach(p, MptcpOpts { dss: Some(dss), option: MpOption::None });
             return;
@@ -358,7 +358,9 @@ impl MptcpConnection {
         let carries_keys = matches!(option, MpOption::CapableAck { .. } | MpOption::CapableData { .. });
         let server_early = self.state == MpState::Handshake && !self.is_client;
         if !p.flags.has(TcpFlags::SYN) && !carries_keys && (self.state == MpState::Established || server_early) {
-            dss = Some(self.dss_for(r, p));
+            let mut d = self.dss_for(r, p);
+            self.add_checksum(&mut d);
+            dss = Some(d);
         }
         self.attach(p, MptcpOpts { dss, option });
     }
@@ -367,8 +369,8 @@ impl MptcpConnection {
         let syn = p.flags.has(TcpFlags::SYN);
         let sub = &mut self.subs[r];
         match (sub.kind, self.is_client, syn) {
-            (Kind::Initial, true, true) => MpOption::CapableSyn { version: 1, checksum: false },
-            (Kind::Initial, false, true) => MpOption::CapableSynAck { version: 1, checksum: false, key: self.local_key },
+            (Kind::Initial, true, true) => MpOption::CapableSyn { version: 1, checksum: self.cfg.dss_checksum },
+            (Kind::Initial, false, true) => MpOption::CapableSynAck { version: 1, checksum: self.checksums, key: self.local_key },
             (Kind::Join, true, true) => {
                 MpOption::JoinSyn { token: self.remote_token, nonce: sub.local_nonce, addr_id: sub.local_id, backup: sub.backup }
             }
@@ -385,7 +387,7 @@ impl MptcpConnection {
                 if p.payload_bytes > 0 {
                     MpOption::CapableData {
                         version: 1,
-                        checksum: false,
+                        checksum: self.checksums,
                         sender_key: self.local_key,
                         receiver_key: self.remote_key,
                         data_len: p.payload_bytes as u16,
@@ -393,7 +395,7 @@ impl MptcpConnection {
                 } else {
                     MpOption::CapableAck {
                         version: 1,
-                        checksum: false,
+                        checksum: self.checksums,
                         sender_key: self.local_key,
                         receiver_key: self.remote_key,
                     }
@@ -404,7 +406,7 @@ impl MptcpConnection {
                 match (kind, client) {
                     (Kind::Initial, true) => MpOption::CapableAck {
                         version: 1,
-                        checksum: false,
+                        checksum: self.checksums,
                         sender_key: self.local_key,
                         receiver_key: self.remote_key,
                     },
@@ -433,6 +435,15 @@ impl MptcpConnection {
             }
         }
         dss
+    }
+
+    /// The checksum of the DSS's mapping, if checksums are in use (spec 2).
+    /// The model's payloads are zeros (as in its pcap files), which add
+    /// nothing to the sum.
+    fn add_checksum(&self, dss: &mut Dss) {
+        if let Some(m) = dss.mapping.filter(|_| self.checksums) {
+            dss.checksum = Some(crypto::dss_checksum(m.dsn, m.ssn, m.len, &[]));
+        }
     }
 
     /// Puts `opts` on `p`, trimming SACK blocks to the option space left
@@ -466,6 +477,7 @@ impl MptcpConnection {
         let mut dss = self.dss_for(r, &p);
         dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.data_nxt), ssn: 0, len: 1 });
         dss.data_fin = true;
+        self.add_checksum(&mut dss);
         self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
         self.emit(p);
         self.data_fin_sent = true;

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::tcp::AppEvent;
+use mpsim_core::mptcp::MpOption;
 use mpsim_core::{Packet, SimTime};
 
 fn config(addr: Addr, seed: u64) -> MptcpConfig {
@@ -15,6 +16,7 @@ fn config(addr: Addr, seed: u64) -> MptcpConfig {
         seed,
         add_addr_timeout: DEFAULT_ADD_ADDR_TIMEOUT,
         sndbuf_bytes: None,
+        dss_checksum: false,
     }
 }
 
@@ -37,8 +39,16 @@ fn send_all(c: &mut MptcpConnection, now: SimTime, to_server: bool, wire: &mut W
 /// Transfers `bytes` from client to server over one lossless 5 ms path;
 /// returns what the server delivered and every packet's (time, direction, seq, flags).
 fn transfer(bytes: u64, one_at_a_time: bool) -> (u64, Vec<(SimTime, bool, u64, u8)>) {
+    let (delivered, packets) = transfer_with([false; 2], bytes, one_at_a_time);
+    (delivered, packets.into_iter().map(|(t, up, p)| (t, up, p.seq, p.flags.0)).collect())
+}
+
+/// `transfer` with the client's and the server's `dss_checksum`; returns
+/// every packet whole.
+fn transfer_with(checksums: [bool; 2], bytes: u64, one_at_a_time: bool) -> (u64, Wire) {
     let (client_addr, server_addr) = (Addr(1), Addr(2));
-    let mut client = MptcpConnection::connect(config(client_addr, 1), (server_addr, 80)).unwrap();
+    let cfg = |addr, seed, checksum| MptcpConfig { dss_checksum: checksum, ..config(addr, seed) };
+    let mut client = MptcpConnection::connect(cfg(client_addr, 1, checksums[0]), (server_addr, 80)).unwrap();
     client.send(bytes);
     client.close();
     let mut server: Option<MptcpConnection> = None;
@@ -54,9 +64,9 @@ fn transfer(bytes: u64, one_at_a_time: bool) -> (u64, Vec<(SimTime, bool, u64, u
                 now = t;
                 let i = wire.iter().position(|w| w.0 == t).unwrap();
                 let (_, to_server, p) = wire.remove(i);
-                log.push((now, to_server, p.seq, p.flags.0));
+                log.push((now, to_server, p));
                 if to_server {
-                    let s = server.get_or_insert_with(|| MptcpConnection::accept(config(server_addr, 2), &p).unwrap());
+                    let s = server.get_or_insert_with(|| MptcpConnection::accept(cfg(server_addr, 2, checksums[1]), &p).unwrap());
                     if !p.flags.has(mpsim_core::TcpFlags::SYN) {
                         s.handle_segment(now, &p);
                     }
@@ -102,4 +112,35 @@ fn packets_taken_one_at_a_time_are_those_drained_at_once() {
     let polled = transfer(200_000, true);
     assert_eq!(polled.0, 200_000);
     assert_eq!(polled.1, drained.1);
+}
+
+#[test]
+fn dss_checksums_are_used_when_either_end_asks() {
+    for checksums in [[false, false], [true, false], [false, true], [true, true]] {
+        let (delivered, packets) = transfer_with(checksums, 100_000, false);
+        assert_eq!(delivered, 100_000, "{checksums:?}");
+        let used = checksums[0] || checksums[1];
+        let option = |p: &Packet| p.ext.mptcp().map(|m| m.option);
+        let syn = packets.iter().find_map(|(_, _, p)| match option(p) {
+            Some(MpOption::CapableSyn { checksum, .. }) => Some(checksum),
+            _ => None,
+        });
+        let syn_ack = packets.iter().find_map(|(_, _, p)| match option(p) {
+            Some(MpOption::CapableSynAck { checksum, .. }) => Some(checksum),
+            _ => None,
+        });
+        assert_eq!((syn, syn_ack), (Some(checksums[0]), Some(used)), "{checksums:?}");
+        let mut mapped = 0;
+        for (_, _, p) in &packets {
+            let Some(dss) = p.ext.mptcp().and_then(|m| m.dss) else { continue };
+            let Some(m) = dss.mapping else { continue };
+            mapped += 1;
+            match dss.checksum {
+                // The payload is zeros: the checksum covers the pseudo-header.
+                Some(c) => assert!(used && crypto::dss_checksum_ok(m.dsn, m.ssn, m.len, &[0; 1448][..m.len as usize], c)),
+                None => assert!(!used, "{checksums:?}: a mapping without its checksum"),
+            }
+        }
+        assert!(mapped >= 100_000 / 1448, "{checksums:?}: {mapped} mappings");
+    }
 }

@@ -3,8 +3,9 @@
 //! equal the simulator's. Skipped (with a note) when tshark is absent.
 
 use mpsim::testbed::{download, run, TwoPath};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::process::Command;
 
 fn tshark() -> bool {
@@ -23,6 +24,40 @@ fn tshark_out(path: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A run's pcap files, one per captured interface, deleted when dropped.
+struct Captures {
+    dir: PathBuf,
+    /// (interface name, file), in capture order.
+    files: Vec<(String, PathBuf)>,
+}
+
+impl Drop for Captures {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `t` capturing both client interfaces; returns the summary and the
+/// captures written to a temporary folder named after `tag`.
+fn run_captured(t: &TwoPath, tag: &str) -> (Value, Captures) {
+    let mut spec = t.spec();
+    spec["record"]["pcap"] = json!(["client:p1", "client:p2"]);
+    let (sim, s) = run(&spec).expect("spec builds");
+    let dir = std::env::temp_dir().join(format!("mpsim-pcap-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let files = sim
+        .pcaps()
+        .into_iter()
+        .map(|(name, bytes)| {
+            let iface = name.split(':').nth(1).expect("node:link").to_string();
+            let path = dir.join(format!("{iface}.pcap"));
+            std::fs::write(&path, bytes).expect("write pcap");
+            (iface, path)
+        })
+        .collect();
+    (s, Captures { dir, files })
+}
+
 #[test]
 fn captured_mptcp_run_dissects_and_byte_counts_match() {
     if !tshark() {
@@ -33,28 +68,21 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
     t.duration_s = 20.0;
     t.loss = [json!({"model": "bernoulli", "p": 0.005}), json!({"model": "none"})];
     t.flows = vec![TwoPath::mptcp_flow("mp", "olia", download(Some(3_000_000)))];
-    let mut spec = t.spec();
-    spec["record"]["pcap"] = json!(["client:p1", "client:p2"]);
-    let (sim, s) = run(&spec).expect("spec builds");
+    let (s, captures) = run_captured(&t, "run");
     let f = &s["flows"]["mp"];
     assert_eq!(f["bytes_delivered"].as_u64(), Some(3_000_000), "{f}");
-    let dir = std::env::temp_dir().join(format!("mpsim-pcap-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    for (name, bytes) in sim.pcaps() {
-        let iface = name.split(':').nth(1).expect("node:link");
-        let path = dir.join(format!("{iface}.pcap"));
-        std::fs::write(&path, bytes).expect("write pcap");
+    for (iface, path) in &captures.files {
         // No malformed packets, no expert errors.
-        let verbose = tshark_out(&path, &["-V"]);
+        let verbose = tshark_out(path, &["-V"]);
         assert!(!verbose.to_lowercase().contains("malformed"), "{iface}: malformed packet");
-        let subtypes = tshark_out(&path, &["-Y", "mptcp", "-T", "fields", "-e", "tcp.options.mptcp.subtype"]);
+        let subtypes = tshark_out(path, &["-Y", "mptcp", "-T", "fields", "-e", "tcp.options.mptcp.subtype"]);
         let seen: std::collections::BTreeSet<&str> =
             subtypes.split(|c: char| c == ',' || c.is_whitespace()).filter(|x| !x.is_empty()).collect();
         assert!(seen.contains("2"), "{iface}: no DSS seen: {seen:?}");
         // The server is on the third link (wan), side b: 10.0.2.2.
         // Highest cumulative ACK the client sent per stream = subflow bytes received in order (+1 for FIN).
         let acks = tshark_out(
-            &path,
+            path,
             &["-Y", "ip.dst == 10.0.2.2", "-T", "fields", "-e", "tcp.stream", "-e", "tcp.ack", "-e", "tcp.flags.fin"],
         );
         let mut max_ack: BTreeMap<u64, u64> = BTreeMap::new();
@@ -70,7 +98,7 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
             .as_array()
             .expect("subflows")
             .iter()
-            .filter(|x| x["client_interface"] == iface)
+            .filter(|x| x["client_interface"] == iface.as_str())
             .map(|x| x["bytes_delivered"].as_u64().unwrap_or(0))
             .sum();
         // The server's FIN takes one sequence number on each subflow that carried it.
@@ -80,7 +108,6 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
             "{iface}: tshark {tshark_bytes} vs ours {ours} ({max_ack:?})"
         );
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -98,23 +125,15 @@ fn our_data_fin_goes_back_on_the_subflow_the_peer_s_came_on() {
     t.queue_pkts = [50, 300];
     t.duration_s = 60.0;
     t.flows = vec![TwoPath::mptcp_flow("mp", "lia", download(Some(1_000_000)))];
-    let mut spec = t.spec();
-    spec["record"]["pcap"] = json!(["client:p1", "client:p2"]);
-    let (sim, s) = run(&spec).expect("spec builds");
+    let (s, captures) = run_captured(&t, "fin");
     assert!(s["flows"]["mp"]["completion_time_s"].is_number());
-    let dir = std::env::temp_dir().join(format!("mpsim-pcap-fin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let mut fins = BTreeMap::new();
-    for (name, bytes) in sim.pcaps() {
-        let iface = name.split(':').nth(1).expect("node:link").to_string();
-        let path = dir.join(format!("{iface}.pcap"));
-        std::fs::write(&path, bytes).expect("write pcap");
-        let src = tshark_out(&path, &["-Y", "tcp.options.mptcp.datafin.flag == 1", "-T", "fields", "-e", "ip.src"]);
+    for (iface, path) in &captures.files {
+        let src = tshark_out(path, &["-Y", "tcp.options.mptcp.datafin.flag == 1", "-T", "fields", "-e", "ip.src"]);
         let from_server = src.lines().any(|l| l.trim() == "10.0.2.2");
         let from_client = src.lines().any(|l| !l.trim().is_empty() && l.trim() != "10.0.2.2");
-        fins.insert(iface, (from_server, from_client));
+        fins.insert(iface.clone(), (from_server, from_client));
     }
-    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(fins.get("p1"), Some(&(true, true)), "{fins:?}");
     assert_eq!(fins.get("p2"), Some(&(false, false)), "{fins:?}");
 }
@@ -136,7 +155,13 @@ fn dss_checksum_in(options_hex: &str) -> Option<u16> {
                 // the two bytes after the data-level length (spec 3.3).
                 if kind == 30 && opt[2] >> 4 == 2 {
                     let flags = opt[3];
-                    let ack = if flags & 0x01 == 0 { 0 } else if flags & 0x02 == 0 { 4 } else { 8 };
+                    let ack = if flags & 0x01 == 0 {
+                        0
+                    } else if flags & 0x02 == 0 {
+                        4
+                    } else {
+                        8
+                    };
                     let dsn = if flags & 0x08 == 0 { 4 } else { 8 };
                     let without = 4 + ack + dsn + 4 + 2;
                     if flags & 0x04 != 0 && len == without + 2 {
@@ -161,28 +186,13 @@ fn dss_checksums_on_the_wire_verify_against_the_captured_payload() {
     let mut f = TwoPath::mptcp_flow("mp", "lia", download(Some(1_000_000)));
     f["dss_checksum"] = json!(true);
     t.flows = vec![f];
-    let mut spec = t.spec();
-    spec["record"]["pcap"] = json!(["client:p1", "client:p2"]);
-    let (sim, s) = run(&spec).expect("spec builds");
+    let (s, captures) = run_captured(&t, "csum");
     assert_eq!(s["flows"]["mp"]["bytes_delivered"].as_u64(), Some(1_000_000));
-    let dir = std::env::temp_dir().join(format!("mpsim-pcap-csum-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
     let mut verified = 0;
-    for (name, bytes) in sim.pcaps() {
-        let path = dir.join(format!("{}.pcap", name.replace(':', "-")));
-        std::fs::write(&path, bytes).expect("write pcap");
-        assert!(!tshark_out(&path, &["-V"]).to_lowercase().contains("malformed"), "{name}: malformed packet");
-        let syn = tshark_out(
-            &path,
-            &[
-                "-Y",
-                "tcp.options.mptcp.subtype == 0 && tcp.flags.syn == 1",
-                "-T",
-                "fields",
-                "-e",
-                "tcp.options.mptcp.checksumreq.flags",
-            ],
-        ); // fmt: skip
+    for (name, path) in &captures.files {
+        assert!(!tshark_out(path, &["-V"]).to_lowercase().contains("malformed"), "{name}: malformed packet");
+        let capable_syns = "tcp.options.mptcp.subtype == 0 && tcp.flags.syn == 1";
+        let syn = tshark_out(path, &["-Y", capable_syns, "-T", "fields", "-e", "tcp.options.mptcp.checksumreq.flags"]);
         assert!(syn.lines().all(|l| l.trim() == "1"), "{name}: an MP_CAPABLE without flag A: {syn:?}");
         // Each mapping, as tshark reads it, against its checksum over the captured (zero) payload.
         let mut args = vec!["-Y", "tcp.options.mptcp.rawdataseqno && tcp.len > 0", "-T", "fields"];
@@ -193,10 +203,9 @@ fn dss_checksums_on_the_wire_verify_against_the_captured_payload() {
             "tcp.len",
             "tcp.options",
         ] {
-            // fmt: skip
             args.extend(["-e", field]);
         }
-        for line in tshark_out(&path, &args).lines() {
+        for line in tshark_out(path, &args).lines() {
             let v: Vec<&str> = line.split('\t').collect();
             let (Ok(dsn), Ok(ssn), Ok(len), Ok(payload)) =
                 (v[0].parse::<u64>(), v[1].parse::<u32>(), v[2].parse::<u16>(), v[3].parse::<usize>())
@@ -212,5 +221,4 @@ fn dss_checksums_on_the_wire_verify_against_the_captured_payload() {
         }
     }
     assert!(verified > 1_000_000 / 1448, "only {verified} mappings verified");
-    let _ = std::fs::remove_dir_all(&dir);
 }

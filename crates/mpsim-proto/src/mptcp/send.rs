@@ -28,7 +28,7 @@ impl MptcpConnection {
         if self.polled.is_empty() {
             let mut batch = Vec::new();
             self.drain_transmit(now, &mut batch);
-            self.polled.extend(batch);
+            self.polled = batch.into();
         }
         self.polled.pop_front()
     }

@@ -112,6 +112,7 @@ impl Sub {
     }
 
     /// Records a received mapping; mappings mostly arrive in order.
+    #[inline(always)]
     pub fn insert_rx_map(&mut self, ssn: u64, dsn: u64, len: u32) {
         if self.rx_map.back().is_none_or(|&(s, _, _)| s < ssn) {
             self.rx_map.push_back((ssn, dsn, len));
@@ -449,6 +450,7 @@ impl MptcpConnection {
 
     // ----- timers -----
 
+    #[inline(always)]
     pub fn poll_timeout(&self) -> Option<SimTime> {
         // A plain loop over plain integers: the engine asks after every segment.
         let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
@@ -542,6 +544,7 @@ impl MptcpConnection {
         self.arm_meta_timer(now);
     }
 
+    #[inline(always)]
     pub(super) fn arm_meta_timer(&mut self, now: SimTime) {
         let pending = !self.unacked.is_empty() || (self.data_fin_sent && !self.data_fin_acked);
         if !pending || self.state == MpState::Fallback {
@@ -586,6 +589,7 @@ impl MptcpConnection {
         true
     }
 
+    #[inline(always)]
     fn subflow_of(&mut self, pkt: &Packet) -> Option<usize> {
         let matches = |s: &Sub| {
             s.sf.local == pkt.dst && s.sf.local_port == pkt.dport && s.sf.remote == pkt.src && s.sf.remote_port == pkt.sport
@@ -689,6 +693,7 @@ impl MptcpConnection {
     }
 
     /// Options that act after the subflow processed the segment.
+    #[inline(always)]
     fn after_options(&mut self, now: SimTime, r: usize, pkt: &Packet, m: &MptcpOpts) {
         if let MpOption::CapableData { data_len, .. } = m.option {
             // Implied mapping of the initial subflow's first data (RFC 8684 3.1).
@@ -760,6 +765,7 @@ impl MptcpConnection {
     }
 
     /// Handles whatever the subflow reported, RTOs and ACK progress.
+    #[inline(always)]
     pub(super) fn after_subflow_activity(&mut self, now: SimTime, r: usize) {
         while let Some(ev) = self.subs[r].sf.poll_event() {
             self.on_subflow_event(now, r, ev);
@@ -781,6 +787,7 @@ impl MptcpConnection {
         }
     }
 
+    #[inline(always)]
     fn on_subflow_event(&mut self, now: SimTime, r: usize, ev: AppEvent) {
         match ev {
             AppEvent::Connected => self.on_subflow_connected(now, r),

@@ -17,6 +17,7 @@ pub(super) fn expand32(low: u64, near: u64) -> u64 {
 
 impl MptcpConnection {
     /// A DSS mapping arrived on subflow `r` with segment `pkt`.
+    #[inline(always)]
     pub(super) fn on_mapping(&mut self, r: usize, pkt: &Packet, map: DssMapping, data_fin: bool) {
         let near = self.remote_idsn.wrapping_add(self.rcv.rcv_nxt);
         let abs =
@@ -34,6 +35,7 @@ impl MptcpConnection {
     }
 
     /// Subflow `r` delivered `bytes` more in order: hand them to the connection.
+    #[inline(always)]
     pub(super) fn on_subflow_data(&mut self, r: usize, bytes: u64) {
         let sub = &mut self.subs[r];
         let (start, end) = (sub.rx_seen, sub.rx_seen + bytes);
@@ -75,6 +77,7 @@ impl MptcpConnection {
 
     /// Connection bytes `[start, end)` arrived: reassemble, and tell the
     /// application what became in order.
+    #[inline(always)]
     fn deliver_range(&mut self, start: u64, end: u64) {
         let out = self.rcv.on_data(start, end);
         if out.delivered > 0 {
@@ -97,6 +100,7 @@ impl MptcpConnection {
     }
 
     /// A DATA_ACK (absolute, 64-bit or low 32 bits) with the peer's window.
+    #[inline(always)]
     pub(super) fn on_data_ack(&mut self, now: SimTime, ack: u64, ack64: bool, wnd_bytes: u64) {
         let near = self.local_idsn.wrapping_add(self.data_una);
         let abs = if ack64 { ack } else { expand32(ack, near) };
@@ -110,6 +114,7 @@ impl MptcpConnection {
         }
     }
 
+    #[inline(always)]
     fn on_data_ack_rel(&mut self, now: SimTime, rel: u64, wnd_bytes: u64) {
         let fin = self.data_fin_sent as u64;
         if rel < self.data_una || rel > self.data_nxt + fin {

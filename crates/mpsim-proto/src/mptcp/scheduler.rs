@@ -73,6 +73,7 @@ impl MptcpConnection {
     /// data, best first, into `out` as (SRTT, index, room): those of the
     /// class it would take that have room, and how many full segments each
     /// takes one after the other.
+    #[inline(always)]
     pub(super) fn rank_lowest_rtt(&self, out: &mut Vec<(u64, usize, u64)>) {
         out.clear();
         let mut regular_usable = false;

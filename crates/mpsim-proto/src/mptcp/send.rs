@@ -96,6 +96,7 @@ impl MptcpConnection {
 
     /// Subflow `r` has nothing of its own to send (an empty poll, made
     /// cheaply), nor an MP_JOIN ACK.
+    #[inline(always)]
     fn nothing_due(&mut self, r: usize) -> bool {
         let sub = &mut self.subs[r];
         !sub.third_ack_pending && !sub.join_ack_sent && sub.sf.poll_nothing_due(&self.cc[r])
@@ -154,6 +155,7 @@ impl MptcpConnection {
     /// Sends what the scheduler queued, one subflow after the other, as
     /// Linux pushes every subflow it entailed data on once the scheduling
     /// round is over (`mptcp_write_xmit`).
+    #[inline(always)]
     fn push_queued(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
             if std::mem::take(&mut self.subs[r].queued) {
@@ -194,6 +196,7 @@ impl MptcpConnection {
     /// segments until it is full. Returns true if the scheduler must look
     /// again at what comes next (no data, a shorter segment, or data the
     /// connection-level window blocks), false when every subflow is full.
+    #[inline(always)]
     fn schedule_new_data(&mut self, first: NextSeg) -> bool {
         if first.len != self.cfg.tcp.mss_bytes {
             // The last bytes written, less than a segment: one choice.
@@ -238,6 +241,7 @@ impl MptcpConnection {
 
     /// The reinjection at the head of the queue, else new data within the
     /// connection-level window.
+    #[inline(always)]
     fn next_segment(&mut self) -> Option<NextSeg> {
         while let Some(&dsn) = self.reinject.front() {
             match self.unacked.iter().position(|s| s.dsn == dsn && s.in_reinject_queue) {
@@ -277,6 +281,7 @@ impl MptcpConnection {
     }
 
     /// Queues `seg` on subflow `r`; `push_queued` sends it.
+    #[inline(always)]
     pub(super) fn transmit_on(&mut self, r: usize, seg: NextSeg) {
         let bit = 1u64 << (r % 64);
         match seg.reinject {
@@ -342,6 +347,7 @@ impl MptcpConnection {
     }
 
     /// MPTCP options for a segment subflow `r` produced.
+    #[inline(always)]
     fn decorate(&mut self, r: usize, p: &mut Packet) {
         let handshakes_done = self.state == MpState::Established && self.peer_confirmed && !self.subs[r].third_ack_pending;
         if handshakes_done && !self.checksums && !p.flags.has(TcpFlags::SYN | TcpFlags::RST) {
@@ -424,6 +430,7 @@ impl MptcpConnection {
     }
 
     /// DATA_ACK, plus the mapping of the payload if there is one.
+    #[inline(always)]
     fn dss_for(&self, r: usize, p: &Packet) -> Dss {
         // Without the peer's key there is no IDSN to acknowledge against.
         let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
@@ -448,6 +455,7 @@ impl MptcpConnection {
 
     /// Puts `opts` on `p`, trimming SACK blocks to the option space left
     /// (as Linux does), and counts the bytes on the wire.
+    #[inline(always)]
     pub(super) fn attach(&self, p: &mut Packet, opts: MptcpOpts) {
         let mp = opts.len_bytes();
         let room = TCP_OPTION_SPACE.saturating_sub(TIMESTAMP_OPTION_BYTES + mp);

@@ -778,6 +778,7 @@ impl Subflow {
     }
 
     /// A round of sending that sent nothing and was not blocked ends.
+    #[inline(always)]
     fn end_empty_round(&mut self, cc: &SubflowCc) {
         let mss = self.cfg.mss_bytes as u64;
         self.cwnd_validate(false, (cc.cwnd_pkts * mss as f64) as u64);

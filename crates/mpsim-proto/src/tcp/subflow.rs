@@ -559,6 +559,7 @@ impl Subflow {
         self.check_send_complete();
     }
 
+    #[inline(always)]
     fn take_rtt_sample(&mut self, now: SimTime, r: SimDuration, cc: &mut CcCtx) {
         self.rtt.on_sample(r);
         self.sync_cc(cc);
@@ -837,6 +838,7 @@ impl Subflow {
     }
 
     /// What to send next, if anything.
+    #[inline(always)]
     fn next_tx(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Tx> {
         if self.state == TcpState::Closed {
             return None;
@@ -853,7 +855,7 @@ impl Subflow {
         self.ack_pending.then_some(Tx::Ack)
     }
 
-    #[inline]
+    #[inline(always)]
     fn build(&mut self, tx: Tx, now: SimTime) -> Packet {
         self.last_tag = match tx {
             Tx::Retransmit(seg) => seg.tag,

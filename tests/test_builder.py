@@ -101,6 +101,15 @@ def test_whole_scenario_errors_name_the_call():
     assert str(err).startswith("add_flow('a', 'b'): cc: congestion control 'lia' is not available for tcp")
 
 
+def test_a_cmt_flow_is_refused_at_run_naming_the_call():
+    net = two_hosts()
+    net.add_link("a", "b", bw="1Mbps")
+    net.add_flow("a", "b", transport="cmt", cc="reno")
+    net.to_scenario()  # valid by the scenario contract
+    err = build_error(net.run)
+    assert str(err).startswith("add_flow('a', 'b'): transport: transport 'cmt'")
+
+
 def test_builder_overrides():
     net = two_hosts()
     net.add_link("a", "b", bw="1Mbps", name="ab")

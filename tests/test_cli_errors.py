@@ -173,3 +173,33 @@ def test_real_process_prints_one_line_and_no_traceback(tmp_path, dumbbell_text):
     message = "bad unit 'Mbs' in '10Mbs': expected bps, kbps, Mbps or Gbps"
     assert proc.stderr == f"{path}:{line_of(text, '10Mbs')}: link[2].bandwidth: {message}\n"
     assert not (tmp_path / "o").exists()
+
+
+NOT_YET = {
+    "cmt": (
+        lambda t: t.replace('name = "cubic"\ntransport = "tcp"', 'name = "cubic"\ntransport = "cmt"').replace('cc = "cubic"', 'cc = "reno"'),
+        'transport = "cmt"', "flow[1].transport", "transport 'cmt' (SCTP-style concurrent multipath) is not available",
+    ),
+    "controller": (
+        lambda t: t + '\n[controller]\napp = "mpsshetn"\n',
+        "[controller]", "controller", "SDN controllers are not available in this version",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(NOT_YET))
+def test_valid_but_not_yet_runnable_parts_are_refused_by_run_only(case, tmp_path, dumbbell_text):
+    change, needle_line, key, message = NOT_YET[case]
+    text = change(dumbbell_text)
+    path = write(tmp_path, "scenario.toml", text)
+    ran, validated = invoke_both(path, tmp_path)
+    assert_one_line_error(ran, path, line_of(text, needle_line), key, message)
+    # The scenario contract allows them: validating says so.
+    assert validated.exit_code == 0, validated.output
+    assert validated.stdout.startswith(f"{path}: ok")
+
+
+def test_a_not_yet_runnable_part_set_by_an_override_names_the_override(tmp_path):
+    path = ROOT / "scenarios" / "dumbbell.toml"
+    ran, _ = invoke_both(path, tmp_path, ["--set", "flow.cubic.transport=cmt", "--set", "flow.cubic.cc=reno"])
+    assert_one_line_error(ran, path, None, "--set flow.cubic.transport", "transport 'cmt'")

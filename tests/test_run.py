@@ -42,11 +42,11 @@ def test_run_accepts_a_network_a_scenario_and_a_seed(fake_core):
 
 
 def test_engine_value_errors_become_scenario_errors(fake_core, tmp_path):
-    text = MINIMAL.replace('server = "b"', 'server = "b"\ntransport = "cmt"')
+    text = MINIMAL.replace('name = "f"', 'name = "refused"')
     path = write(tmp_path, "s.toml", text)
     with pytest.raises(mpsim.ScenarioError) as info:
         mpsim.run(path)
-    assert str(info.value).startswith(f"{path}: engine: flow f: transport 'cmt' is not supported yet")
+    assert str(info.value).startswith(f"{path}: engine: flow refused: the engine cannot build it")
     result = runner.invoke(app, ["run", str(path), "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert len(result.stderr.strip().splitlines()) == 1

@@ -70,6 +70,19 @@ def check_scenario(scenario: Scenario, base_dir: Path) -> tuple[list[Problem], d
     return checker.problems, checker.traces
 
 
+def not_runnable(scenario: Scenario) -> list[Problem]:
+    """Parts of a valid scenario this version cannot simulate yet: flows
+    with transport "cmt" and SDN controllers."""
+    problems: list[Problem] = [
+        (("flow", i, "transport"), "transport 'cmt' (SCTP-style concurrent multipath) is not available in this version")
+        for i, flow in enumerate(scenario.flows)
+        if flow.transport == "cmt"
+    ]
+    if scenario.controller is not None:
+        problems.append((("controller",), "SDN controllers are not available in this version"))
+    return problems
+
+
 def load_bandwidth_trace(path: Path, shown: str) -> Trace:
     """Read a two-column CSV (time, rate) into [[t_ps, bps], ...]; `shown` names it in errors."""
     try:

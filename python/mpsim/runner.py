@@ -46,6 +46,7 @@ def run(
     written there (summary.json and Parquet tables).
     """
     scenario = resolve_scenario(scenario_or_path, seed=seed, overrides=set)
+    scenario.check_runnable()
     core = load_core()
     started = time.perf_counter()
     try:

@@ -384,6 +384,7 @@ class Scenario(_Model):
     _raw: dict = PrivateAttr(default_factory=dict)
     _overrides: list = PrivateAttr(default_factory=list)
     _traces: dict = PrivateAttr(default_factory=dict)
+    _applied: dict = PrivateAttr(default_factory=dict)
 
     @property
     def path(self) -> Path | None:
@@ -402,6 +403,15 @@ class Scenario(_Model):
     def with_overrides(self, overrides: dict[str, Any] | list[str] | None) -> Scenario:
         """A new scenario: this one's data with more `--set`-style overrides applied."""
         return _build(self._raw, self._source, self._overrides + _normalize(overrides, self._source))
+
+    def check_runnable(self) -> None:
+        """Raises a ScenarioError (file, line, key) for what the scenario
+        contract allows but this version cannot run yet."""
+        from .checks import not_runnable
+
+        problems = not_runnable(self)
+        if problems:
+            raise _first_error(self._source, problems, self._applied)
 
     def to_engine_spec(self) -> dict[str, Any]:
         """The plain JSON document of docs/engine-spec.md."""
@@ -557,6 +567,7 @@ def _build(raw: dict, source: _Source, overrides: list[ov.Override]) -> Scenario
     scenario._raw = base
     scenario._overrides = list(overrides)
     scenario._traces = traces
+    scenario._applied = applied
     return scenario
 
 

@@ -205,7 +205,9 @@ impl Scoreboard {
     }
 
     fn remember_applied(&mut self, start: u64, end: u64) {
-        if let Some(a) = self.applied.iter_mut().find(|(s, e)| *s <= start && start <= *e && *e > 0) {
+        // Only the same block, grown: the union of two different blocks may
+        // hold a segment that straddles where they meet and is in neither.
+        if let Some(a) = self.applied.iter_mut().find(|(s, e)| *s == start && *e > 0) {
             a.1 = a.1.max(end);
             return;
         }
@@ -477,5 +479,158 @@ mod tests {
         .collect();
         // Segment 4 has only two SACKed segments above it: not yet lost.
         assert_eq!(lost, vec![0, 200]);
+    }
+
+    /// What a sender does to its scoreboard, with positions as fractions of
+    /// the outstanding range so that they land inside it.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Send { len: u64, fin: bool },
+        CumAck { at: f64 },
+        Sack { from: f64, to: f64 },
+        /// The previous SACK block again, grown at its top, as receivers send them.
+        SackGrow { by: f64 },
+        MarkLostBySack { dupthresh: usize },
+        MarkHeadLost,
+        MarkAllLost,
+        Retransmit,
+    }
+
+    fn op() -> impl proptest::strategy::Strategy<Value = Op> {
+        use proptest::prelude::*;
+        prop_oneof![
+            4 => (1u64..3_000, proptest::bool::weighted(0.02)).prop_map(|(len, fin)| Op::Send { len, fin }),
+            2 => (0.0f64..1.0).prop_map(|at| Op::CumAck { at }),
+            3 => (0.0f64..1.0, 0.0f64..1.1).prop_map(|(from, to)| Op::Sack { from, to }),
+            3 => (0.0f64..0.3).prop_map(|by| Op::SackGrow { by }),
+            2 => (1usize..5).prop_map(|dupthresh| Op::MarkLostBySack { dupthresh }),
+            1 => Just(Op::MarkHeadLost),
+            1 => Just(Op::MarkAllLost),
+            2 => Just(Op::Retransmit),
+        ]
+    }
+
+    /// Sequence `frac` of the way through what is outstanding.
+    fn seq_at(b: &Scoreboard, frac: f64) -> u64 {
+        let (lo, hi) = (b.segs.front().map_or(0, |s| s.start), b.segs.back().map_or(0, |s| s.end));
+        lo + ((hi - lo) as f64 * frac) as u64
+    }
+
+    fn sum(b: &Scoreboard, f: impl Fn(&Seg) -> bool) -> u64 {
+        b.segs.iter().filter(|s| f(s)).map(Seg::len).sum()
+    }
+
+    /// What must hold between operations, checked by brute force against
+    /// the counters and the shortcuts (applied blocks, hints) they rely on.
+    fn check_invariants(b: &Scoreboard) {
+        for w in b.segs.iter().collect::<Vec<_>>().windows(2) {
+            assert_eq!(w[0].end, w[1].start, "segments are contiguous");
+        }
+        assert!(b.segs.iter().all(|s| s.end > s.start), "no empty segment");
+        assert_eq!(b.out_bytes, sum(b, |_| true));
+        assert_eq!(b.sacked_bytes, sum(b, |s| s.sacked));
+        assert_eq!(b.lost_bytes, sum(b, |s| s.lost && !s.sacked));
+        assert_eq!(b.rtx_bytes, sum(b, |s| s.rtx_in_flight && !s.sacked));
+        assert!(b.segs.iter().filter(|s| s.sacked).all(|s| s.end <= b.high_sacked));
+        for &(start, end) in b.applied.iter().filter(|a| a.1 > 0) {
+            let inside = b.segs.iter().filter(|s| s.start >= start && s.end <= end);
+            assert!(inside.clone().all(|s| s.sacked), "applied block [{start}, {end}) holds an unSACKed segment");
+        }
+        let due = |s: &Seg| s.lost && !s.sacked && !s.rtx_in_flight;
+        assert!(b.segs.iter().filter(|s| s.start < b.rtx_hint).all(|s| !due(s)), "a retransmission below the hint");
+    }
+
+    fn apply(b: &mut Scoreboard, op: &Op, now: u64, last_sack: &mut Option<(u64, u64)>) {
+        let before: Vec<Seg> = b.segs.iter().copied().collect();
+        match *op {
+            Op::Send { len, fin } => {
+                if b.segs.back().is_some_and(|s| s.fin) {
+                    return; // nothing follows a FIN
+                }
+                let start = b.segs.back().map_or(b.lost_mark.max(b.rtx_hint), |s| s.end);
+                let mut s = seg(0);
+                (s.start, s.end, s.sent_at, s.fin) = (start, start + len, SimTime(now), fin);
+                b.push(s);
+            }
+            Op::CumAck { at } => {
+                let ack = seq_at(b, at);
+                let info = b.cum_ack(ack);
+                let gone: Vec<&Seg> = before.iter().filter(|s| s.end <= ack).collect();
+                let trimmed = before.iter().find(|s| s.start < ack && ack < s.end).map_or(0, |s| ack - s.start);
+                assert_eq!(info.bytes, gone.iter().map(|s| s.len()).sum::<u64>() + trimmed);
+                assert_eq!(info.fin_acked, gone.iter().any(|s| s.fin));
+                let karn = gone.iter().any(|s| s.retransmitted);
+                let sample = gone.iter().find(|s| !s.retransmitted && !s.sacked).map(|s| s.sent_at);
+                assert_eq!(info.rtt_from, if karn { None } else { sample });
+            }
+            Op::Sack { from, to } => {
+                let (start, end) = (seq_at(b, from), seq_at(b, to.min(1.0)) + if to > 1.0 { 5_000 } else { 0 });
+                if start < end {
+                    check_sack(b, &before, start, end);
+                    *last_sack = Some((start, end));
+                }
+            }
+            Op::SackGrow { by } => {
+                if let Some((start, end)) = *last_sack {
+                    let top = b.segs.back().map_or(end, |s| s.end);
+                    let end = end + ((top.saturating_sub(end)) as f64 * by) as u64;
+                    let start = start.max(b.segs.front().map_or(start, |s| s.start));
+                    if start < end {
+                        check_sack(b, &before, start, end);
+                        *last_sack = Some((start, end));
+                    }
+                }
+            }
+            Op::MarkLostBySack { dupthresh } => {
+                let mut sacked_starts: Vec<u64> = before.iter().filter(|s| s.sacked).map(|s| s.start).collect();
+                sacked_starts.reverse();
+                let threshold = sacked_starts.get(dupthresh - 1).copied();
+                let lost_mark = b.lost_mark;
+                let head_lost = b.mark_lost_by_sack(dupthresh);
+                if let Some(t) = threshold {
+                    for s in b.segs.iter().filter(|s| s.start >= lost_mark && s.start < t) {
+                        assert!(s.lost || s.sacked || s.rtx_in_flight, "segment at {} below the threshold {t} not lost", s.start);
+                    }
+                }
+                assert_eq!(head_lost, b.segs.front().is_some_and(|s| s.lost && !s.sacked));
+            }
+            Op::MarkHeadLost => b.mark_head_lost(),
+            Op::MarkAllLost => {
+                b.mark_all_lost();
+                assert!(b.segs.iter().all(|s| s.sacked || (s.lost && !s.rtx_in_flight)));
+            }
+            Op::Retransmit => {
+                let naive = before.iter().find(|s| s.lost && !s.sacked && !s.rtx_in_flight).map(|s| s.start);
+                let next = b.next_lost();
+                assert_eq!(next.map(|s| s.start), naive, "the first segment due for retransmission");
+                if let Some(s) = next {
+                    b.on_retransmit(s.start, SimTime(now));
+                }
+            }
+        }
+    }
+
+    /// SACKs `[start, end)` and checks that exactly the unSACKed segments
+    /// inside it became SACKed, whatever blocks were applied before.
+    fn check_sack(b: &mut Scoreboard, before: &[Seg], start: u64, end: u64) {
+        let newly: Vec<&Seg> = before.iter().filter(|s| s.start >= start && s.end <= end && !s.sacked).collect();
+        let (bytes, oldest) = b.sack(start, end);
+        assert_eq!(bytes, newly.iter().map(|s| s.len()).sum::<u64>());
+        assert_eq!(oldest, newly.iter().filter(|s| !s.retransmitted).map(|s| s.sent_at).min());
+        assert!(b.segs.iter().filter(|s| s.start >= start && s.end <= end).all(|s| s.sacked));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        #[test]
+        fn counters_and_shortcuts_agree_with_a_full_scan(ops in proptest::collection::vec(op(), 1..200)) {
+            let mut b = Scoreboard::default();
+            let mut last_sack = None;
+            for (now, op) in ops.iter().enumerate() {
+                apply(&mut b, op, now as u64, &mut last_sack);
+                check_invariants(&b);
+            }
+        }
     }
 }

@@ -8,6 +8,11 @@
 //! order; the entries still waiting to start transmission are its suffix
 //! (`waiting`), which is what the queue limit counts and what a rate or
 //! delay change re-times.
+//!
+//! With jitter each packet travels on its own (it may overtake others) and
+//! keeps the times computed when it was accepted, as netem computes a
+//! packet's send time on enqueue: a rate or delay change applies to the
+//! packets accepted after it.
 
 use crate::loss::LossModel;
 use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
@@ -64,6 +69,8 @@ struct InFlight {
 struct Waiting {
     tx_start: SimTime,
     wire_bytes: u32,
+    /// In `pipe` (else it was accepted with jitter and travels on its own).
+    in_pipe: bool,
 }
 
 /// What happened to a packet offered to a link direction.
@@ -74,7 +81,7 @@ pub enum EnqueueOutcome {
     Accepted { schedule: Option<SimTime> },
     /// Accepted on a link with jitter: the packet travels on its own and
     /// the caller schedules its delivery at the given time (for the
-    /// current generation).
+    /// current `jitter_generation`).
     Jittered { arrival: SimTime },
     /// Serialised, then lost on the wire: the caller frees the packet.
     LostOnWire,
@@ -87,6 +94,9 @@ pub struct LinkDir {
     pub stats: DirStats,
     /// Bumped whenever pending arrival events become invalid.
     pub generation: u32,
+    /// Bumped when the link goes down: jittered packets still travelling
+    /// are lost (a re-timing leaves them alone).
+    pub jitter_generation: u32,
     rng: SimRng,
     busy_until: SimTime,
     pipe: VecDeque<InFlight>,
@@ -100,6 +110,7 @@ impl LinkDir {
             params,
             stats: DirStats::default(),
             generation: 0,
+            jitter_generation: 0,
             rng,
             busy_until: SimTime::ZERO,
             pipe: VecDeque::with_capacity(64),
@@ -167,15 +178,16 @@ impl LinkDir {
         let tx = self.transmission(wire_bytes);
         let tx_end = tx_start + tx;
         self.busy_until = tx_end;
+        let jittered = self.params.jitter.as_ps() > 0;
         if tx_start > now {
-            self.waiting.push_back(Waiting { tx_start, wire_bytes });
+            self.waiting.push_back(Waiting { tx_start, wire_bytes, in_pipe: !jittered });
             self.waiting_bytes += wire_bytes as u64;
         }
         self.stats.tx_bytes += wire_bytes as u64;
         self.stats.tx_packets += 1;
         self.stats.busy_ps += tx.as_ps();
         let lost = self.params.loss.lose(&mut self.rng);
-        if self.params.jitter.as_ps() > 0 {
+        if jittered {
             if lost {
                 self.stats.loss_drops += 1;
                 return EnqueueOutcome::LostOnWire;
@@ -208,6 +220,7 @@ impl LinkDir {
     pub fn go_down(&mut self, now: SimTime) -> Vec<PacketId> {
         self.params.up = false;
         self.generation = self.generation.wrapping_add(1);
+        self.jitter_generation = self.jitter_generation.wrapping_add(1);
         self.busy_until = now;
         self.waiting.clear();
         self.waiting_bytes = 0;
@@ -222,9 +235,16 @@ impl LinkDir {
     /// Applies new rate/delay at `now` to the packets that have not started
     /// transmission (the one being serialised finishes at the old rate).
     /// Returns the time of the next arrival to schedule under the new
-    /// generation, if any packet is in flight.
+    /// generation, if any packet is in flight and was re-timed.
+    ///
+    /// Packets accepted with jitter keep their times; while one of them is
+    /// waiting, the transmitter's schedule stays as it is for every packet
+    /// (re-timing the others would overlap their transmissions with its).
     pub fn retime(&mut self, now: SimTime) -> Option<SimTime> {
         self.purge_started(now);
+        if self.waiting.iter().any(|w| !w.in_pipe) {
+            return None;
+        }
         self.generation = self.generation.wrapping_add(1);
         let n_wait = self.waiting.len();
         let first = self.pipe.len() - n_wait;
@@ -337,6 +357,30 @@ mod tests {
             .collect();
         assert!(arrivals.windows(2).any(|w| w[1] < w[0]));
         assert!(arrivals.iter().all(|&a| a >= SimTime::ZERO + SimDuration::from_millis(1)));
+    }
+
+    #[test]
+    fn with_jitter_a_rate_change_applies_to_later_packets_only() {
+        let mut d = dir(1_000_000, 1, QueueLimit::Packets(10));
+        d.params.jitter = SimDuration::from_millis(2);
+        let offer = |d: &mut LinkDir, t: SimTime, i: u32| match d.enqueue(t, PacketId(i), 1000) {
+            EnqueueOutcome::Jittered { arrival } => arrival,
+            o => panic!("{o:?}"),
+        };
+        let before: Vec<SimTime> = (0..4).map(|i| offer(&mut d, SimTime::ZERO, i)).collect();
+        let (gen, jgen) = (d.generation, d.jitter_generation);
+        // 8 ms each at 1 Mbps: three wait when the rate doubles at 1 ms.
+        d.params.bandwidth_bps = 2_000_000;
+        assert_eq!(d.retime(SimTime(1_000_000_000)), None);
+        assert_eq!((d.generation, d.jitter_generation), (gen, jgen), "pending arrivals stay valid");
+        // The transmitter is busy until 32 ms; the next packet takes 4 ms.
+        let next = offer(&mut d, SimTime(1_000_000_000), 9);
+        let lo = SimTime(36_000_000_000) + SimDuration::from_millis(1);
+        assert!(next >= lo && next < lo + SimDuration::from_millis(2), "{next:?}");
+        assert!(before.iter().all(|&a| a < SimTime(32_000_000_000) + SimDuration::from_millis(3)));
+        // Going down loses the jittered packets still travelling.
+        d.go_down(SimTime(2_000_000_000));
+        assert_ne!(d.jitter_generation, jgen);
     }
 
     #[test]

@@ -245,7 +245,7 @@ impl Simulation {
 
     fn on_jittered(&mut self, dir: u32, generation: u32, pid: PacketId) {
         let d = &mut self.dirs[dir as usize];
-        if d.generation != generation {
+        if d.jitter_generation != generation {
             self.pool.free(pid); // the link went down under it
             return;
         }
@@ -305,7 +305,7 @@ impl Simulation {
             }
             EnqueueOutcome::Jittered { arrival } => {
                 self.packet_hops += 1;
-                let generation = d.generation;
+                let generation = d.jitter_generation;
                 self.queue.push(arrival, Ev::Jittered { dir, generation, pid });
             }
             EnqueueOutcome::LostOnWire => {

@@ -18,6 +18,8 @@ struct Net {
     /// Linux mode (PRR in recovery) rather than reference.
     linux: bool,
     sndbuf_bytes: Option<u64>,
+    /// The bottleneck's rate and delay change at a time, by these factors.
+    change: Option<(f64, f64, f64)>,
 }
 
 fn loss_strategy() -> impl Strategy<Value = Value> {
@@ -44,8 +46,9 @@ fn net_strategy() -> impl Strategy<Value = Net> {
         prop_oneof![Just("reno"), Just("cubic"), Just("vegas")],
         any::<bool>(),
         proptest::option::of(2_000u64..200_000),
+        proptest::option::of((0.1f64..8.0, 0.2f64..3.0, 0.2f64..3.0)),
     )
-        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc, linux, sndbuf_bytes)| Net {
+        .prop_map(|(loss, jitter_ms, outage, size_bytes, sack, delayed_ack, cc, linux, sndbuf_bytes, change)| Net {
             loss,
             jitter_ms,
             outage,
@@ -55,6 +58,7 @@ fn net_strategy() -> impl Strategy<Value = Net> {
             cc,
             linux,
             sndbuf_bytes,
+            change,
         })
 }
 
@@ -74,12 +78,19 @@ fn scenario(n: &Net, seed: u64) -> Value {
     for dir in ["a_to_b", "b_to_a"] {
         bn[dir]["jitter_ps"] = json!((n.jitter_ms * PS_PER_MS as f64) as u64);
     }
+    let ps = |t: f64| (t * PS_PER_S as f64) as u64;
+    let mut events = Vec::new();
     if let Some((at, dur)) = n.outage {
-        bn["events"] = json!([
-            {"at_ps": (at * PS_PER_S as f64) as u64, "up": false},
-            {"at_ps": ((at + dur) * PS_PER_S as f64) as u64, "up": true},
-        ]);
+        events.push(json!({"at_ps": ps(at), "up": false}));
+        events.push(json!({"at_ps": ps(at + dur), "up": true}));
     }
+    if let Some((at, rate, delay)) = n.change {
+        // 5 Mbps and 15 ms one-way before the change.
+        let (bw, delay_ps) = ((5e6 * rate) as u64, (15.0 * delay * PS_PER_MS as f64) as u64);
+        events.push(json!({"at_ps": ps(at), "bandwidth_bps": bw, "delay_ps": delay_ps}));
+    }
+    events.sort_by_key(|e| e["at_ps"].as_u64());
+    bn["events"] = json!(events);
     spec["flows"][0]["app"] = download(Some(n.size_bytes));
     spec["flows"][0]["cc_mode"] = json!(if n.linux { "linux" } else { "reference" });
     spec["flows"][0]["sndbuf_bytes"] = json!(n.sndbuf_bytes);
@@ -126,6 +137,7 @@ fn a_transfer_survives_a_ten_second_outage() {
         cc: "reno",
         linux: false,
         sndbuf_bytes: None,
+        change: None,
     };
     let (_sim, s) = run(&scenario(&n, 1)).expect("spec builds");
     let f = &s["flows"]["f0"];
@@ -133,6 +145,29 @@ fn a_transfer_survives_a_ten_second_outage() {
     let t = f["completion_time_s"].as_f64().unwrap();
     // 8 s of transfer at 5 Mbps plus the outage plus at most one backed-off RTO.
     assert!(t > 12.0 && t < 35.0, "{t}");
+}
+
+#[test]
+fn rate_and_delay_changes_on_a_jittered_link_lose_nothing() {
+    let n = Net {
+        loss: no_loss(),
+        jitter_ms: 3.0,
+        outage: None,
+        size_bytes: 3_000_000,
+        sack: true,
+        delayed_ack: true,
+        cc: "reno",
+        linux: false,
+        sndbuf_bytes: None,
+        change: Some((2.0, 0.5, 2.0)),
+    };
+    let (_sim, s) = run(&scenario(&n, 1)).expect("spec builds");
+    let f = &s["flows"]["f0"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(3_000_000));
+    assert!(f["completion_time_s"].is_number(), "{f}");
+    // No loss model and no outage: the only drops are the queue's.
+    let d = &s["links"]["bottleneck"]["a_to_b"];
+    assert_eq!(d["drops"].as_u64(), d["queue_drops"].as_u64(), "{d}");
 }
 
 #[test]
@@ -147,6 +182,7 @@ fn heavy_reordering_alone_loses_nothing() {
         cc: "reno",
         linux: false,
         sndbuf_bytes: None,
+        change: None,
     };
     let (_sim, s) = run(&scenario(&n, 3)).expect("spec builds");
     assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(2_000_000));

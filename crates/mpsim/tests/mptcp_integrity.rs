@@ -24,6 +24,8 @@ struct Case {
     linux: bool,
     backup_p2: bool,
     size_bytes: u64,
+    /// A path's rate and delay change at a time, by these factors.
+    change: Option<(usize, f64, f64, f64)>,
 }
 
 fn loss() -> impl Strategy<Value = Value> {
@@ -49,6 +51,7 @@ fn case() -> impl Strategy<Value = Case> {
         (any::<bool>(), any::<bool>()),
         any::<bool>(),
         50_000u64..4_000_000,
+        proptest::option::of((0usize..2, 0.1f64..6.0, 0.2f64..3.0, 0.2f64..3.0)),
     )
         .prop_map(
             |(
@@ -63,6 +66,7 @@ fn case() -> impl Strategy<Value = Case> {
                 (upload, linux),
                 backup_p2,
                 size_bytes,
+                change,
             )| {
                 Case {
                     scheduler,
@@ -77,6 +81,7 @@ fn case() -> impl Strategy<Value = Case> {
                     linux,
                     backup_p2,
                     size_bytes,
+                    change,
                 }
             },
         )
@@ -110,6 +115,10 @@ fn spec(c: &Case, seed: u64) -> Value {
     if let Some((l, at, dur)) = c.outage {
         events[l].push(json!({"at_ps": ps(at), "up": false}));
         events[l].push(json!({"at_ps": ps(at + dur), "up": true}));
+    }
+    if let Some((l, at, rate, delay)) = c.change {
+        let (bw, ms) = ([8e6, 4e6][l] * rate, [10.0, 25.0][l] * delay);
+        events[l].push(json!({"at_ps": ps(at), "bandwidth_bps": bw as u64, "delay_ps": (ms * PS_PER_MS as f64) as u64}));
     }
     if let Some((l, at, dur)) = c.priority {
         events[l].push(json!({"at_ps": ps(at), "backup": true}));
@@ -165,6 +174,7 @@ fn every_scheduler_and_path_manager_completes_a_clean_transfer() {
                 linux: false,
                 backup_p2: false,
                 size_bytes: 3_000_000,
+                change: None,
             };
             let (_, s) = run(&spec(&c, 1)).expect("spec builds");
             let f = &s["flows"]["mp"];

@@ -397,4 +397,164 @@ mod tests {
         d.pop_arrival();
         assert_eq!(d.pop_arrival().2, Some(SimTime(16_000_000_000)));
     }
+
+    /// One step offered to a link direction, `dt_us` after the previous one.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Offer { dt_us: u64, wire_bytes: u32 },
+        Change { dt_us: u64, rate_bps: u64, delay_us: u64 },
+        Down { dt_us: u64 },
+        Up { dt_us: u64 },
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        prop_oneof![
+            12 => (0u64..3_000, 40u32..1_600).prop_map(|(dt_us, wire_bytes)| Step::Offer { dt_us, wire_bytes }),
+            2 => (0u64..20_000, prop_oneof![Just(1_000_000u64), Just(3_000_000), 500_000u64..20_000_000], 0u64..30_000)
+                .prop_map(|(dt_us, rate_bps, delay_us)| Step::Change { dt_us, rate_bps, delay_us }),
+            1 => (0u64..20_000).prop_map(|dt_us| Step::Down { dt_us }),
+            1 => (0u64..20_000).prop_map(|dt_us| Step::Up { dt_us }),
+        ]
+    }
+
+    /// A packet in the reference FIFO: all its times, kept for good.
+    #[derive(Clone, Copy, Debug)]
+    struct RefPkt {
+        id: u32,
+        wire_bytes: u32,
+        tx_start: SimTime,
+        arrival: SimTime,
+    }
+
+    /// The FIFO written the plain way: every accepted packet with its
+    /// times, the waiting ones found by scanning.
+    struct RefLink {
+        rate_bps: u64,
+        delay: SimDuration,
+        queue: QueueLimit,
+        up: bool,
+        busy_until: SimTime,
+        board: Vec<RefPkt>,
+        delivered: Vec<(u32, SimTime)>,
+    }
+
+    impl RefLink {
+        fn deliver_until(&mut self, t: SimTime) {
+            let (due, rest): (Vec<RefPkt>, Vec<RefPkt>) = self.board.iter().partition(|p| p.arrival <= t);
+            self.delivered.extend(due.iter().map(|p| (p.id, p.arrival)));
+            self.board = rest;
+        }
+
+        fn offer(&mut self, now: SimTime, id: u32, wire_bytes: u32) -> bool {
+            if !self.up {
+                return false;
+            }
+            let waiting: Vec<&RefPkt> = self.board.iter().filter(|p| p.tx_start > now).collect();
+            let full = match self.queue {
+                QueueLimit::Packets(n) => waiting.len() >= n as usize,
+                QueueLimit::Bytes(b) => waiting.iter().map(|p| p.wire_bytes as u64).sum::<u64>() + wire_bytes as u64 > b,
+            };
+            if self.busy_until > now && full {
+                return false;
+            }
+            let tx_start = self.busy_until.max(now);
+            self.busy_until = tx_start + SimDuration::transmission(wire_bytes as u64, self.rate_bps);
+            let floor = self.board.last().map_or(SimTime::ZERO, |p| p.arrival);
+            self.board.push(RefPkt { id, wire_bytes, tx_start, arrival: (self.busy_until + self.delay).max(floor) });
+            true
+        }
+
+        fn change(&mut self, now: SimTime, rate_bps: u64, delay: SimDuration) {
+            (self.rate_bps, self.delay) = (rate_bps, delay);
+            let Some(first) = self.board.iter().position(|p| p.tx_start > now) else { return };
+            let mut busy = self.board[first].tx_start;
+            let mut floor = if first > 0 { self.board[first - 1].arrival } else { SimTime::ZERO };
+            for p in &mut self.board[first..] {
+                p.tx_start = busy;
+                busy = busy + SimDuration::transmission(p.wire_bytes as u64, rate_bps);
+                p.arrival = (busy + delay).max(floor);
+                floor = p.arrival;
+            }
+            self.busy_until = busy;
+        }
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 1024, ..Default::default() })]
+
+        /// Driven as the engine drives it (one pending arrival event, its
+        /// generation, the times `enqueue`, `pop_arrival` and `retime`
+        /// hand back), the computed FIFO delivers the same packets at the
+        /// same times as the plain one, through drops, rate and delay
+        /// changes and outages.
+        #[test]
+        fn the_computed_fifo_matches_a_plain_one(
+            queue in proptest::prop_oneof![(1u32..20).prop_map(QueueLimit::Packets), (1_500u64..30_000).prop_map(QueueLimit::Bytes)],
+            steps in proptest::collection::vec(step(), 1..150),
+        ) {
+            use proptest::prelude::*;
+            let mut d = dir(2_000_000, 5, queue);
+            let mut r = RefLink {
+                rate_bps: 2_000_000, delay: SimDuration::from_millis(5), queue, up: true,
+                busy_until: SimTime::ZERO, board: Vec::new(), delivered: Vec::new(),
+            };
+            let mut next: Option<SimTime> = None; // the pending arrival event
+            let mut delivered = Vec::new();
+            let mut now = SimTime::ZERO;
+            let run_until = |d: &mut LinkDir, next: &mut Option<SimTime>, t: SimTime, out: &mut Vec<(u32, SimTime)>| {
+                while let Some(at) = next.filter(|&at| at <= t) {
+                    let (pid, ok, following) = d.pop_arrival();
+                    assert!(ok);
+                    out.push((pid.0, at));
+                    *next = following;
+                }
+            };
+            for (id, s) in steps.iter().enumerate() {
+                let id = id as u32;
+                let dt_us = match *s {
+                    Step::Offer { dt_us, .. } | Step::Change { dt_us, .. } | Step::Down { dt_us } | Step::Up { dt_us } => dt_us,
+                };
+                now = now + SimDuration(dt_us * 1_000_000);
+                run_until(&mut d, &mut next, now, &mut delivered);
+                r.deliver_until(now);
+                match *s {
+                    Step::Offer { wire_bytes, .. } => {
+                        let accepted = r.offer(now, id, wire_bytes);
+                        match d.enqueue(now, PacketId(id), wire_bytes) {
+                            EnqueueOutcome::Accepted { schedule } => {
+                                prop_assert!(accepted, "packet {} accepted, the plain FIFO drops it", id);
+                                prop_assert_eq!(schedule.is_some(), next.is_none());
+                                if let Some(t) = schedule { next = Some(t); }
+                            }
+                            EnqueueOutcome::Dropped => prop_assert!(!accepted, "packet {} dropped, the plain FIFO takes it", id),
+                            o => prop_assert!(false, "{:?}", o),
+                        }
+                    }
+                    Step::Change { rate_bps, delay_us, .. } => {
+                        let delay = SimDuration(delay_us * 1_000_000);
+                        (d.params.bandwidth_bps, d.params.delay) = (rate_bps, delay);
+                        if let Some(t) = d.retime(now) { next = Some(t); }
+                        r.change(now, rate_bps, delay);
+                    }
+                    Step::Down { .. } => {
+                        d.go_down(now);
+                        next = None;
+                        r.up = false;
+                        r.busy_until = now;
+                        r.board.clear();
+                    }
+                    Step::Up { .. } => {
+                        d.go_up();
+                        r.up = true;
+                    }
+                }
+            }
+            run_until(&mut d, &mut next, SimTime(u64::MAX), &mut delivered);
+            r.deliver_until(SimTime(u64::MAX));
+            prop_assert_eq!(delivered, r.delivered);
+        }
+    }
 }

@@ -472,7 +472,7 @@ mod tests {
             let mut floor = if first > 0 { self.board[first - 1].arrival } else { SimTime::ZERO };
             for p in &mut self.board[first..] {
                 p.tx_start = busy;
-                busy = busy + SimDuration::transmission(p.wire_bytes as u64, rate_bps);
+                busy += SimDuration::transmission(p.wire_bytes as u64, rate_bps);
                 p.arrival = (busy + delay).max(floor);
                 floor = p.arrival;
             }
@@ -517,7 +517,7 @@ mod tests {
                 let dt_us = match *s {
                     Step::Offer { dt_us, .. } | Step::Change { dt_us, .. } | Step::Down { dt_us } | Step::Up { dt_us } => dt_us,
                 };
-                now = now + SimDuration(dt_us * 1_000_000);
+                now += SimDuration(dt_us * 1_000_000);
                 run_until(&mut d, &mut next, now, &mut delivered);
                 r.deliver_until(now);
                 match *s {

@@ -43,7 +43,7 @@ fn flow(i: usize) -> impl Strategy<Value = Value> {
                 TwoPath::mptcp_flow(&name, cc, app)
             } else {
                 let cc = if ["reno", "cubic"].contains(&cc) { cc } else { "reno" };
-                TwoPath::tcp_flow(&name, cc, if i % 2 == 0 { "p1" } else { "p2" }, app)
+                TwoPath::tcp_flow(&name, cc, if i.is_multiple_of(2) { "p1" } else { "p2" }, app)
             };
             f["transport"] = json!(transport);
             f["start_ps"] = json!(start_ms * PS_PER_MS);

@@ -188,4 +188,3 @@ fn heavy_reordering_alone_loses_nothing() {
     assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(2_000_000));
     assert_eq!(s["links"]["bottleneck"]["a_to_b"]["drops"].as_u64(), Some(0));
 }
-

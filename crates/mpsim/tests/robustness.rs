@@ -13,10 +13,9 @@ fn app() -> impl Strategy<Value = Value> {
     prop_oneof![
         sized.clone().prop_map(|s| json!({"kind": "download", "size_bytes": s})),
         sized.prop_map(|s| json!({"kind": "upload", "size_bytes": s})),
-        (proptest::collection::vec(100u64..200_000, 1..4), 1u32..5, 0u64..2_000, any::<bool>()).prop_map(
-            |(sizes, repeat, gap_ms, new_connection)| json!({"kind": "http", "sizes_bytes": sizes, "repeat": repeat,
-                "gap_ps": gap_ms * PS_PER_MS, "new_connection": new_connection, "request_bytes": 100})
-        ),
+        (proptest::collection::vec(100u64..200_000, 1..4), 1u32..5, 0u64..2_000, any::<bool>())
+            .prop_map(|(sizes, repeat, gap_ms, new_connection)| json!({"kind": "http", "sizes_bytes": sizes, "repeat": repeat,
+                "gap_ps": gap_ms * PS_PER_MS, "new_connection": new_connection, "request_bytes": 100})),
         (100_000u64..5_000_000, 100u32..1_500)
             .prop_map(|(rate, packet)| json!({"kind": "cbr", "rate_bps": rate, "packet_bytes": packet})),
         (100u64..3_000, 100u64..3_000).prop_map(|(on, off)| json!({"kind": "onoff", "on_ps": on * PS_PER_MS,
@@ -38,7 +37,13 @@ fn flow(i: usize) -> impl Strategy<Value = Value> {
         .prop_map(move |(transport, app, cc, scheduler, path_manager, (start_ms, stop_ms, sack, linux))| {
             let name = format!("f{i}");
             let is_cbr = app["kind"] == "cbr" || app["inner"]["kind"] == "cbr";
-            let transport = if is_cbr { "udp" } else if transport == "udp" { "tcp" } else { transport };
+            let transport = if is_cbr {
+                "udp"
+            } else if transport == "udp" {
+                "tcp"
+            } else {
+                transport
+            };
             let mut f = if transport == "mptcp" {
                 TwoPath::mptcp_flow(&name, cc, app)
             } else {
@@ -99,12 +104,7 @@ fn tune(f: &mut Value, (rcvbuf, sndbuf, checksum, delayed_ack): (Option<u64>, Op
 }
 
 fn scenario() -> impl Strategy<Value = Value> {
-    let knobs = (
-        proptest::option::of(3_000u64..300_000),
-        proptest::option::of(2_000u64..300_000),
-        any::<bool>(),
-        any::<bool>(),
-    );
+    let knobs = (proptest::option::of(3_000u64..300_000), proptest::option::of(2_000u64..300_000), any::<bool>(), any::<bool>());
     let trace = proptest::option::of(proptest::collection::vec((0u64..30_000, 200_000u64..20_000_000), 1..6));
     (
         (1usize..4).prop_flat_map(|n| (0..n).map(flow).collect::<Vec<_>>()),
@@ -164,6 +164,102 @@ proptest! {
             let delivered = got["bytes_delivered"].as_u64().unwrap_or(0);
             let app = &f["app"];
             if let Some(size) = app["size_bytes"].as_u64() {
+                prop_assert!(delivered <= size, "{}: {} delivered of {}", name, delivered, size);
+            }
+        }
+        let (_, again) = run(&spec).expect("spec builds");
+        prop_assert_eq!(without_wall_time(s), without_wall_time(again));
+    }
+}
+
+/// A random connected topology: a spanning tree over the switches and
+/// routers plus extra links between them, hosts attached to one or two of
+/// them (multihomed), and flows between random pairs of hosts.
+fn topology() -> impl Strategy<Value = Value> {
+    (2usize..6, 2usize..6)
+        .prop_flat_map(|(n_sw, n_host)| {
+            (
+                Just((n_sw, n_host)),
+                proptest::collection::vec((any::<usize>(), any::<bool>()), n_sw),
+                proptest::collection::vec((any::<usize>(), any::<usize>()), 0..4),
+                proptest::collection::vec((any::<usize>(), proptest::option::of(any::<usize>())), n_host),
+                proptest::collection::vec((any::<usize>(), any::<usize>(), flow(0)), 1..4),
+                proptest::collection::vec((any::<usize>(), event()), 0..8),
+                (1_000_000u64..100_000_000, 0u64..20, 0u64..1000),
+            )
+        })
+        .prop_map(|((n_sw, n_host), sw, extra, hosts, flows, events, (bw, delay_ms, seed))| {
+            let d = mpsim::testbed::dir(bw, delay_ms as f64, 100, mpsim::testbed::no_loss());
+            let mut nodes = Vec::new();
+            let mut links = Vec::new();
+            for (i, &(parent, router)) in sw.iter().enumerate() {
+                nodes.push(json!({"name": format!("n{i}"), "kind": if router { "router" } else { "switch" }}));
+                if i > 0 {
+                    links.push(mpsim::testbed::link(
+                        &format!("t{i}"),
+                        &format!("n{}", parent % i),
+                        &format!("n{i}"),
+                        d.clone(),
+                        d.clone(),
+                    ));
+                }
+            }
+            for (k, &(a, b)) in extra.iter().enumerate() {
+                let (a, b) = (a % n_sw, b % n_sw);
+                if a != b {
+                    links.push(mpsim::testbed::link(&format!("x{k}"), &format!("n{a}"), &format!("n{b}"), d.clone(), d.clone()));
+                }
+            }
+            for (h, &(first, second)) in hosts.iter().enumerate() {
+                nodes.push(json!({"name": format!("h{h}"), "kind": "host"}));
+                links.push(mpsim::testbed::link(
+                    &format!("h{h}a"),
+                    &format!("h{h}"),
+                    &format!("n{}", first % n_sw),
+                    d.clone(),
+                    d.clone(),
+                ));
+                if let Some(s) = second.map(|s| s % n_sw).filter(|&s| s != first % n_sw) {
+                    links.push(mpsim::testbed::link(&format!("h{h}b"), &format!("h{h}"), &format!("n{s}"), d.clone(), d.clone()));
+                }
+            }
+            let mut fl = Vec::new();
+            for (i, (c, s, mut f)) in flows.into_iter().enumerate() {
+                let (c, s) = (c % n_host, s % n_host);
+                let s = if s == c { (c + 1) % n_host } else { s };
+                f["name"] = json!(format!("f{i}"));
+                f["client"] = json!(format!("h{c}"));
+                f["server"] = json!(format!("h{s}"));
+                f.as_object_mut().map(|o| o.remove("client_interfaces"));
+                fl.push(f);
+            }
+            let n_links = links.len();
+            let mut per_link: Vec<Vec<Value>> = vec![vec![]; n_links];
+            for (l, (_, ev)) in events {
+                per_link[l % n_links].push(ev);
+            }
+            for (l, mut evs) in per_link.into_iter().enumerate() {
+                evs.sort_by_key(|e| e["at_ps"].as_u64());
+                links[l]["events"] = json!(evs);
+            }
+            json!({"name": "random", "seed": seed, "duration_ps": 20 * mpsim::testbed::PS_PER_S,
+               "sample_interval_ps": mpsim::testbed::PS_PER_S, "mss_bytes": 1448, "header_bytes": 66,
+               "nodes": nodes, "links": links, "flows": fl,
+               "record": {"interfaces": true, "subflows": true, "pcap": []}})
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_connected_topology_runs_to_its_end_and_again_the_same(spec in topology()) {
+        let (sim, s) = run(&spec).expect("spec builds");
+        prop_assert_eq!(sim.now(), sim.end(), "the run stopped early");
+        for f in spec["flows"].as_array().into_iter().flatten() {
+            let name = f["name"].as_str().unwrap_or_default();
+            let delivered = s["flows"][name]["bytes_delivered"].as_u64().unwrap_or(0);
+            if let Some(size) = f["app"]["size_bytes"].as_u64() {
                 prop_assert!(delivered <= size, "{}: {} delivered of {}", name, delivered, size);
             }
         }

@@ -485,12 +485,24 @@ mod tests {
     /// the outstanding range so that they land inside it.
     #[derive(Clone, Debug)]
     enum Op {
-        Send { len: u64, fin: bool },
-        CumAck { at: f64 },
-        Sack { from: f64, to: f64 },
+        Send {
+            len: u64,
+            fin: bool,
+        },
+        CumAck {
+            at: f64,
+        },
+        Sack {
+            from: f64,
+            to: f64,
+        },
         /// The previous SACK block again, grown at its top, as receivers send them.
-        SackGrow { by: f64 },
-        MarkLostBySack { dupthresh: usize },
+        SackGrow {
+            by: f64,
+        },
+        MarkLostBySack {
+            dupthresh: usize,
+        },
         MarkHeadLost,
         MarkAllLost,
         Retransmit,

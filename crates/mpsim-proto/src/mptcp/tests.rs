@@ -153,6 +153,9 @@ struct Chaos {
     dup: f64,
     jitter_ms: u64,
     seed: u64,
+    /// The client has a second address and opens a subflow from it.
+    two_paths: bool,
+    scheduler: SchedulerKind,
 }
 
 /// A client-to-server transfer of `bytes` through `chaos`, for at most ten
@@ -161,7 +164,12 @@ struct Chaos {
 fn transfer_through(chaos: Chaos, bytes: u64) -> (u64, bool) {
     let (client_addr, server_addr) = (Addr(1), Addr(2));
     let mut rng = mpsim_core::SimRng::new(chaos.seed, 7);
-    let mut client = MptcpConnection::connect(config(client_addr, chaos.seed), (server_addr, 80)).unwrap();
+    let mut client_cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(client_addr, chaos.seed) };
+    if chaos.two_paths {
+        client_cfg.path_manager = PathManagerKind::Fullmesh;
+        client_cfg.local_addrs.push(LocalAddr { addr: Addr(3), id: 1, backup: false, up: true });
+    }
+    let mut client = MptcpConnection::connect(client_cfg, (server_addr, 80)).unwrap();
     client.send(bytes);
     client.close();
     let mut server: Option<MptcpConnection> = None;
@@ -192,7 +200,10 @@ fn transfer_through(chaos: Chaos, bytes: u64) -> (u64, bool) {
                 let (_, to_server, p) = wire.remove(i);
                 if to_server {
                     match server.as_mut() {
-                        None => server = MptcpConnection::accept(config(server_addr, chaos.seed + 1), &p).ok(),
+                        None => {
+                            let cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(server_addr, chaos.seed + 1) };
+                            server = MptcpConnection::accept(cfg, &p).ok();
+                        }
                         Some(s) => {
                             server_heard |= !p.flags.has(mpsim_core::TcpFlags::SYN);
                             s.handle_segment(now, &p);
@@ -238,8 +249,13 @@ proptest::proptest! {
         jitter_ms in 0u64..30,
         seed in 0u64..1_000_000,
         bytes in 1u64..300_000,
+        two_paths in proptest::bool::ANY,
+        scheduler in proptest::sample::select(vec![
+            SchedulerKind::Default, SchedulerKind::RoundRobin, SchedulerKind::Redundant, SchedulerKind::Upstream,
+        ]),
     ) {
-        let (delivered, heard) = transfer_through(Chaos { loss, dup, jitter_ms, seed }, bytes);
+        let chaos = Chaos { loss, dup, jitter_ms, seed, two_paths, scheduler };
+        let (delivered, heard) = transfer_through(chaos, bytes);
         if heard {
             proptest::prop_assert_eq!(delivered, bytes);
         } else {

@@ -72,6 +72,15 @@ def defective(draw: Any) -> tuple[str, dict]:
     return name, data
 
 
+def runs_or_is_not_yet_simulated(*args: Any, **kwargs: Any) -> None:
+    """Runs; or is refused, with file and key, as a part of the contract
+    this version does not simulate yet (transport cmt, a controller)."""
+    try:
+        run(*args, **kwargs)
+    except ScenarioError as err:
+        assert "not available in this version" in str(err) and err.key is not None, str(err)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(case=defective())
 def test_a_defective_scenario_is_refused_clearly_or_runs(tmp_path: Path, case: tuple[str, dict]) -> None:
@@ -86,7 +95,7 @@ def test_a_defective_scenario_is_refused_clearly_or_runs(tmp_path: Path, case: t
         return
     # What loads must also build and run (briefly).
     scenario.to_engine_spec()
-    run(path, set={"simulation.duration": "200ms"})
+    runs_or_is_not_yet_simulated(path, set={"simulation.duration": "200ms"})
 
 
 @pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.name)
@@ -126,7 +135,7 @@ def test_a_random_override_is_refused_clearly_or_runs(case: tuple[Path, str]) ->
         if err.key.startswith("--set "):
             assert err.key == f"--set {override.partition('=')[0]}", str(err)
         return
-    run(path, set=[override, "simulation.duration=200ms"])
+    runs_or_is_not_yet_simulated(path, set=[override, "simulation.duration=200ms"])
 
 
 # The builder: the same checks, reached through keyword arguments.
@@ -153,4 +162,4 @@ def test_builder_arguments_are_refused_clearly_or_run(link_kw: dict, flow_kw: di
     except ScenarioError as err:
         assert err.file is not None and str(err.file).startswith(("add_link(", "add_flow(", "Network(")), str(err)
         return
-    run(scenario)
+    runs_or_is_not_yet_simulated(scenario)

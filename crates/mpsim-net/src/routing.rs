@@ -187,4 +187,82 @@ mod tests {
         let r = t.routes();
         assert_eq!(r.next_dir(NodeId(0), iface_addr(LinkId(2), 1)), None);
     }
+
+    /// Hop counts from `from` to every node, moving through forwarding
+    /// nodes only (the destination may be a host).
+    fn hops_from(t: &Topology, from: NodeId) -> Vec<Option<usize>> {
+        let adj = t.adjacency();
+        let mut dist = vec![None; t.kinds.len()];
+        dist[from.index()] = Some(0);
+        let mut queue = VecDeque::from([from]);
+        while let Some(x) = queue.pop_front() {
+            if x != from && !t.forwards(x) {
+                continue; // hosts are not transit
+            }
+            for &(_, m, _) in &adj[x.index()] {
+                if dist[m.index()].is_none() {
+                    dist[m.index()] = Some(dist[x.index()].unwrap_or(0) + 1);
+                    queue.push_back(m);
+                }
+            }
+        }
+        dist
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 2048, ..Default::default() })]
+
+        /// On any graph (parallel links, hosts with several interfaces,
+        /// unreachable parts), following the tables from a forwarding node
+        /// towards an interface reaches it over the link that carries that
+        /// address, in as many hops as the shortest path through forwarding
+        /// nodes, and there is a route exactly when such a path exists.
+        #[test]
+        fn tables_follow_shortest_paths(
+            kinds in proptest::collection::vec(0u8..3, 2..9),
+            links in proptest::collection::vec((0usize..9, 0usize..9), 1..16),
+        ) {
+            use NodeKind::*;
+            let kinds: Vec<NodeKind> = kinds.iter().map(|&k| [Host, Switch, Router][k as usize]).collect();
+            let n = kinds.len();
+            let links: Vec<(NodeId, NodeId)> = links
+                .iter()
+                .map(|&(a, b)| (a % n, b % n))
+                .filter(|(a, b)| a != b)
+                .map(|(a, b)| (NodeId(a as u32), NodeId(b as u32)))
+                .collect();
+            let t = Topology { kinds, links };
+            let r = t.routes();
+            for (l, &(a, b)) in t.links.iter().enumerate() {
+                for (side, owner, far) in [(0u32, a, b), (1, b, a)] {
+                    if t.forwards(owner) {
+                        continue;
+                    }
+                    let dst = iface_addr(LinkId(l as u32), side);
+                    // The far end of the interface's link sees the owner one hop away.
+                    let dist_to_far = hops_from(&t, far);
+                    for start in (0..n).map(|i| NodeId(i as u32)).filter(|&x| t.forwards(x)) {
+                        let expected = if t.forwards(far) { dist_to_far[start.index()].map(|d| d + 1) } else { None };
+                        let (mut at, mut hops) = (start, 0usize);
+                        let mut walked = None;
+                        while let Some(dir) = r.next_dir(at, dst) {
+                            let link = LinkId(dir / 2);
+                            let (x, y) = t.links[link.index()];
+                            let (from, to) = if dir % 2 == 0 { (x, y) } else { (y, x) };
+                            proptest::prop_assert_eq!(from, at, "the table leaves from the node it is at");
+                            hops += 1;
+                            proptest::prop_assert!(hops <= n, "a forwarding loop towards {}", dst);
+                            if to == owner && link.index() == l {
+                                walked = Some(hops);
+                                break;
+                            }
+                            proptest::prop_assert!(t.forwards(to), "forwarded into a host that is not the destination");
+                            at = to;
+                        }
+                        proptest::prop_assert_eq!(walked, expected, "from node {} towards {}", start.0, dst);
+                    }
+                }
+            }
+        }
+    }
 }

@@ -146,6 +146,31 @@ fn scenario() -> impl Strategy<Value = Value> {
         })
 }
 
+/// What every flow's summary must say, whatever happened: no more
+/// delivered than an application of fixed size wrote, no more than a UDP
+/// sender sent, and requests that end after they start, of a size asked for.
+fn check_flows(spec: &Value, s: &Value) -> Result<(), TestCaseError> {
+    for f in spec["flows"].as_array().into_iter().flatten() {
+        let name = f["name"].as_str().unwrap_or_default();
+        let got = &s["flows"][name];
+        let delivered = got["bytes_delivered"].as_u64().unwrap_or(0);
+        let app = &f["app"];
+        if let Some(size) = app["size_bytes"].as_u64() {
+            prop_assert!(delivered <= size, "{}: {} delivered of {}", name, delivered, size);
+        }
+        if let Some(sent) = got["sent_bytes"].as_u64() {
+            prop_assert!(delivered <= sent, "{}: {} delivered of {} sent", name, delivered, sent);
+        }
+        let sizes: Vec<u64> = app["sizes_bytes"].as_array().into_iter().flatten().filter_map(Value::as_u64).collect();
+        for r in got["requests"].as_array().into_iter().flatten() {
+            let (start, end) = (r["start_s"].as_f64().unwrap_or(0.0), r["end_s"].as_f64());
+            prop_assert!(end.is_none_or(|e| e >= start), "{}: request {}", name, r);
+            prop_assert!(sizes.contains(&r["size_bytes"].as_u64().unwrap_or(0)), "{}: request {}", name, r);
+        }
+    }
+    Ok(())
+}
+
 fn without_wall_time(mut s: Value) -> Value {
     s.as_object_mut().map(|o| o.remove("wall_time_s"));
     s
@@ -158,15 +183,7 @@ proptest! {
     fn any_scenario_runs_to_its_end_and_again_the_same(spec in scenario()) {
         let (sim, s) = run(&spec).expect("spec builds");
         prop_assert_eq!(sim.now(), sim.end(), "the run stopped early");
-        for f in spec["flows"].as_array().into_iter().flatten() {
-            let name = f["name"].as_str().unwrap_or_default();
-            let got = &s["flows"][name];
-            let delivered = got["bytes_delivered"].as_u64().unwrap_or(0);
-            let app = &f["app"];
-            if let Some(size) = app["size_bytes"].as_u64() {
-                prop_assert!(delivered <= size, "{}: {} delivered of {}", name, delivered, size);
-            }
-        }
+        check_flows(&spec, &s)?;
         let (_, again) = run(&spec).expect("spec builds");
         prop_assert_eq!(without_wall_time(s), without_wall_time(again));
     }
@@ -256,13 +273,7 @@ proptest! {
     fn any_connected_topology_runs_to_its_end_and_again_the_same(spec in topology()) {
         let (sim, s) = run(&spec).expect("spec builds");
         prop_assert_eq!(sim.now(), sim.end(), "the run stopped early");
-        for f in spec["flows"].as_array().into_iter().flatten() {
-            let name = f["name"].as_str().unwrap_or_default();
-            let delivered = s["flows"][name]["bytes_delivered"].as_u64().unwrap_or(0);
-            if let Some(size) = f["app"]["size_bytes"].as_u64() {
-                prop_assert!(delivered <= size, "{}: {} delivered of {}", name, delivered, size);
-            }
-        }
+        check_flows(&spec, &s)?;
         let (_, again) = run(&spec).expect("spec builds");
         prop_assert_eq!(without_wall_time(s), without_wall_time(again));
     }

@@ -8,8 +8,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn tshark() -> bool {
-    Command::new("tshark").arg("-v").output().is_ok_and(|o| o.status.success())
+/// Whether tshark is installed; if not, says that `test` is skipped.
+fn tshark_or_skip(test: &str) -> bool {
+    let installed = Command::new("tshark").arg("-v").output().is_ok_and(|o| o.status.success());
+    if !installed {
+        eprintln!("tshark not installed: {test} skipped");
+    }
+    installed
 }
 
 fn tshark_out(path: &std::path::Path, args: &[&str]) -> String {
@@ -60,8 +65,7 @@ fn run_captured(t: &TwoPath, tag: &str) -> (Value, Captures) {
 
 #[test]
 fn captured_mptcp_run_dissects_and_byte_counts_match() {
-    if !tshark() {
-        eprintln!("tshark not installed: pcap dissection test skipped");
+    if !tshark_or_skip("pcap dissection test") {
         return;
     }
     let mut t = TwoPath::new([4_000_000, 2_000_000], [10.0, 30.0]);
@@ -112,8 +116,7 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
 
 #[test]
 fn our_data_fin_goes_back_on_the_subflow_the_peer_s_came_on() {
-    if !tshark() {
-        eprintln!("tshark not installed: DATA_FIN subflow test skipped");
+    if !tshark_or_skip("DATA_FIN subflow test") {
         return;
     }
     // p2 is short but slow with a deep queue: by the end of the download the
@@ -177,8 +180,7 @@ fn dss_checksum_in(options_hex: &str) -> Option<u16> {
 
 #[test]
 fn dss_checksums_on_the_wire_verify_against_the_captured_payload() {
-    if !tshark() {
-        eprintln!("tshark not installed: DSS checksum test skipped");
+    if !tshark_or_skip("DSS checksum test") {
         return;
     }
     let mut t = TwoPath::new([4_000_000, 2_000_000], [10.0, 30.0]);

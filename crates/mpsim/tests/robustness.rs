@@ -171,6 +171,17 @@ fn check_flows(spec: &Value, s: &Value) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The run reaches its end, its flows' summaries hold together, and a
+/// second run gives the same summary.
+fn runs_to_its_end_and_again_the_same(spec: &Value) -> Result<(), TestCaseError> {
+    let (sim, s) = run(spec).expect("spec builds");
+    prop_assert_eq!(sim.now(), sim.end(), "the run stopped early");
+    check_flows(spec, &s)?;
+    let (_, again) = run(spec).expect("spec builds");
+    prop_assert_eq!(without_wall_time(s), without_wall_time(again));
+    Ok(())
+}
+
 fn without_wall_time(mut s: Value) -> Value {
     s.as_object_mut().map(|o| o.remove("wall_time_s"));
     s
@@ -181,11 +192,7 @@ proptest! {
 
     #[test]
     fn any_scenario_runs_to_its_end_and_again_the_same(spec in scenario()) {
-        let (sim, s) = run(&spec).expect("spec builds");
-        prop_assert_eq!(sim.now(), sim.end(), "the run stopped early");
-        check_flows(&spec, &s)?;
-        let (_, again) = run(&spec).expect("spec builds");
-        prop_assert_eq!(without_wall_time(s), without_wall_time(again));
+        runs_to_its_end_and_again_the_same(&spec)?;
     }
 }
 
@@ -271,10 +278,6 @@ proptest! {
 
     #[test]
     fn any_connected_topology_runs_to_its_end_and_again_the_same(spec in topology()) {
-        let (sim, s) = run(&spec).expect("spec builds");
-        prop_assert_eq!(sim.now(), sim.end(), "the run stopped early");
-        check_flows(&spec, &s)?;
-        let (_, again) = run(&spec).expect("spec builds");
-        prop_assert_eq!(without_wall_time(s), without_wall_time(again));
+        runs_to_its_end_and_again_the_same(&spec)?;
     }
 }

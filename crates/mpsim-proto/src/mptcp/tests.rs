@@ -46,16 +46,41 @@ fn transfer(bytes: u64, one_at_a_time: bool) -> (u64, Vec<(SimTime, bool, u64, u
 /// `transfer` with the client's and the server's `dss_checksum`; returns
 /// every packet whole.
 fn transfer_with(checksums: [bool; 2], bytes: u64, one_at_a_time: bool) -> (u64, Wire) {
-    let (client_addr, server_addr) = (Addr(1), Addr(2));
     let cfg = |addr, seed, checksum| MptcpConfig { dss_checksum: checksum, ..config(addr, seed) };
-    let mut client = MptcpConnection::connect(cfg(client_addr, 1, checksums[0]), (server_addr, 80)).unwrap();
+    let mut client = MptcpConnection::connect(cfg(Addr(1), 1, checksums[0]), (Addr(2), 80)).unwrap();
     client.send(bytes);
     client.close();
+    let send = |c: &mut MptcpConnection, now, to_server, wire: &mut Wire| send_all(c, now, to_server, wire, one_at_a_time);
+    let out = drive(client, cfg(Addr(2), 2, checksums[1]), send);
+    (out.delivered, out.log)
+}
+
+/// What a transfer between two connections joined by hand did.
+struct Outcome {
+    /// Bytes the server delivered to its application.
+    delivered: u64,
+    /// Every packet that arrived: (time, towards the server, packet).
+    log: Wire,
+    /// Some segment after the SYN reached the server.
+    server_heard: bool,
+}
+
+/// Runs `client` against a server made by accepting its SYN with
+/// `server_cfg`, for at most ten simulated minutes or until nothing is left
+/// to do. `send` takes what an end has to send and puts it on the wire:
+/// the channel between them.
+fn drive(
+    mut client: MptcpConnection,
+    server_cfg: MptcpConfig,
+    mut send: impl FnMut(&mut MptcpConnection, SimTime, bool, &mut Wire),
+) -> Outcome {
     let mut server: Option<MptcpConnection> = None;
-    let (mut now, mut delivered, mut log) = (SimTime::ZERO, 0, Vec::new());
+    let mut out = Outcome { delivered: 0, log: Vec::new(), server_heard: false };
+    let mut now = SimTime::ZERO;
     let mut wire: Wire = Vec::new();
-    send_all(&mut client, now, true, &mut wire, one_at_a_time);
-    for _ in 0..100_000 {
+    send(&mut client, now, true, &mut wire);
+    let end = SimTime::ZERO + SimDuration::from_secs(600);
+    while now < end {
         let timeouts = [client.poll_timeout(), server.as_ref().and_then(|s| s.poll_timeout())];
         let next_timeout = timeouts.into_iter().flatten().min();
         let next_packet = wire.iter().map(|w| w.0).min();
@@ -64,14 +89,14 @@ fn transfer_with(checksums: [bool; 2], bytes: u64, one_at_a_time: bool) -> (u64,
                 now = t;
                 let i = wire.iter().position(|w| w.0 == t).unwrap();
                 let (_, to_server, p) = wire.remove(i);
-                log.push((now, to_server, p));
-                if to_server {
-                    let s = server.get_or_insert_with(|| MptcpConnection::accept(cfg(server_addr, 2, checksums[1]), &p).unwrap());
-                    if !p.flags.has(mpsim_core::TcpFlags::SYN) {
-                        s.handle_segment(now, &p);
-                    }
-                } else {
+                out.log.push((now, to_server, p));
+                if !to_server {
                     client.handle_segment(now, &p);
+                } else if let Some(s) = server.as_mut() {
+                    out.server_heard |= !p.flags.has(mpsim_core::TcpFlags::SYN);
+                    s.handle_segment(now, &p);
+                } else {
+                    server = MptcpConnection::accept(server_cfg.clone(), &p).ok();
                 }
             }
             (_, Some(t)) => {
@@ -84,17 +109,17 @@ fn transfer_with(checksums: [bool; 2], bytes: u64, one_at_a_time: bool) -> (u64,
             (None, None) => break,
             (Some(_), None) => unreachable!(),
         }
-        send_all(&mut client, now, true, &mut wire, one_at_a_time);
+        send(&mut client, now, true, &mut wire);
         if let Some(s) = server.as_mut() {
-            send_all(s, now, false, &mut wire, one_at_a_time);
+            send(s, now, false, &mut wire);
             while let Some(e) = s.poll_event() {
                 if let AppEvent::Delivered { bytes } = e {
-                    delivered += bytes;
+                    out.delivered += bytes;
                 }
             }
         }
     }
-    (delivered, log)
+    out
 }
 
 #[test]
@@ -158,24 +183,19 @@ struct Chaos {
     scheduler: SchedulerKind,
 }
 
-/// A client-to-server transfer of `bytes` through `chaos`, for at most ten
-/// simulated minutes; what the server delivered, and whether it ever
-/// accepted the connection's first segment after the SYN.
+/// A client-to-server transfer of `bytes` through `chaos`; what the server
+/// delivered, and whether any segment after the SYN reached it.
 fn transfer_through(chaos: Chaos, bytes: u64) -> (u64, bool) {
-    let (client_addr, server_addr) = (Addr(1), Addr(2));
     let mut rng = mpsim_core::SimRng::new(chaos.seed, 7);
-    let mut client_cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(client_addr, chaos.seed) };
+    let mut client_cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(Addr(1), chaos.seed) };
     if chaos.two_paths {
         client_cfg.path_manager = PathManagerKind::Fullmesh;
         client_cfg.local_addrs.push(LocalAddr { addr: Addr(3), id: 1, backup: false, up: true });
     }
-    let mut client = MptcpConnection::connect(client_cfg, (server_addr, 80)).unwrap();
+    let mut client = MptcpConnection::connect(client_cfg, (Addr(2), 80)).unwrap();
     client.send(bytes);
     client.close();
-    let mut server: Option<MptcpConnection> = None;
-    let (mut now, mut delivered, mut server_heard) = (SimTime::ZERO, 0, false);
-    let mut wire: Wire = Vec::new();
-    let mut send = |c: &mut MptcpConnection, now: SimTime, to_server: bool, wire: &mut Wire| {
+    let send = |c: &mut MptcpConnection, now: SimTime, to_server: bool, wire: &mut Wire| {
         let mut out = Vec::new();
         c.drain_transmit(now, &mut out);
         for p in out {
@@ -187,53 +207,9 @@ fn transfer_through(chaos: Chaos, bytes: u64) -> (u64, bool) {
             }
         }
     };
-    send(&mut client, now, true, &mut wire);
-    let end = SimTime::ZERO + SimDuration::from_secs(600);
-    while now < end {
-        let timeouts = [client.poll_timeout(), server.as_ref().and_then(|s| s.poll_timeout())];
-        let next_timeout = timeouts.into_iter().flatten().min();
-        let next_packet = wire.iter().map(|w| w.0).min();
-        match (next_packet, next_timeout) {
-            (Some(t), timeout) if timeout.is_none_or(|u| t <= u) => {
-                now = t;
-                let i = wire.iter().position(|w| w.0 == t).unwrap();
-                let (_, to_server, p) = wire.remove(i);
-                if to_server {
-                    match server.as_mut() {
-                        None => {
-                            let cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(server_addr, chaos.seed + 1) };
-                            server = MptcpConnection::accept(cfg, &p).ok();
-                        }
-                        Some(s) => {
-                            server_heard |= !p.flags.has(mpsim_core::TcpFlags::SYN);
-                            s.handle_segment(now, &p);
-                        }
-                    }
-                } else {
-                    client.handle_segment(now, &p);
-                }
-            }
-            (_, Some(t)) => {
-                now = t;
-                client.handle_timeout(now);
-                if let Some(s) = server.as_mut() {
-                    s.handle_timeout(now);
-                }
-            }
-            (None, None) => break,
-            (Some(_), None) => unreachable!(),
-        }
-        send(&mut client, now, true, &mut wire);
-        if let Some(s) = server.as_mut() {
-            send(s, now, false, &mut wire);
-            while let Some(e) = s.poll_event() {
-                if let AppEvent::Delivered { bytes } = e {
-                    delivered += bytes;
-                }
-            }
-        }
-    }
-    (delivered, server_heard)
+    let server_cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(Addr(2), chaos.seed + 1) };
+    let out = drive(client, server_cfg, send);
+    (out.delivered, out.server_heard)
 }
 
 proptest::proptest! {

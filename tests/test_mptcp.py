@@ -444,9 +444,11 @@ def test_mp_prio_keeps_data_off_a_backup_interface(tmp_path):
     server = subs[(subs["side"] == "server") & (subs["flow"] == "mp")].set_index("time_s")
     wifi, cell = (server[server["subflow"] == i]["bytes_delivered"] for i in (0, 1))
     assert cell.loc[2.0] > 100_000
-    # What 3g had queued drains (and repairs wifi's losses) within 2 s; then it only waits.
-    assert cell.loc[8.0] - cell.loc[4.0] == 0
+    # What 3g had queued drains (and repairs wifi's losses) within 2 s; then it
+    # only waits, but for the few segments it takes while wifi is in a
+    # timeout's loss state (the backup rule: no regular subflow can send).
     assert wifi.loc[8.0] - wifi.loc[4.0] > 1_500_000
+    assert cell.loc[8.0] - cell.loc[4.0] < 0.01 * (wifi.loc[8.0] - wifi.loc[4.0])
     assert res.summary["flows"]["mp"]["subflows"][1]["backup"] is True
 
 

@@ -55,7 +55,7 @@ _SUFFIXES = {
 # Scenario keys whose value is a quantity with a unit (a bare number is ambiguous here).
 _QUANTITIES = {
     "duration", "sample_interval", "mss", "rcvbuf", "sndbuf", "rbuf", "bandwidth", "delay",
-    "queue", "size", "sizes", "start", "stop", "delayed_ack_timeout", "min_rto", "request_size",
+    "queue", "size", "sizes", "start", "stop", "delayed_ack_timeout", "min_rto", "time_wait", "request_size",
     "rate", "packet", "on", "off", "bitrate", "chunk", "at", "latency", "gap", "after_down",
 }  # fmt: skip
 _ALIASES = {"bw": "bandwidth"}

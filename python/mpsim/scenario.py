@@ -288,8 +288,10 @@ class Flow(_Model):
     delayed_ack: StrictBool = True
     delayed_ack_timeout_ps: TimePs = Field(40 * 10**9, alias="delayed_ack_timeout")
     sack: StrictBool = True
-    min_rto_ps: TimePs = Field(200 * 10**9, alias="min_rto")
+    min_rto_ps: TimePs | None = Field(None, alias="min_rto")
     initial_cwnd_pkts: Count = Field(10, alias="initial_cwnd")
+    initial_ssthresh_pkts: Count | None = Field(None, alias="initial_ssthresh")
+    time_wait_ps: TimePs | None = Field(None, alias="time_wait")
     variant: Literal["cmt", "smt", "smos"] | None = None
     rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
     sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")

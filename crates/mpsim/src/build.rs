@@ -249,18 +249,19 @@ impl Simulation {
         if f.mss_bytes == 0 || f.rcvbuf_bytes < f.mss_bytes as u64 {
             return Err(invalid(format!("{what}: rcvbuf must hold at least one segment")));
         }
+        let defaults = TcpConfig::for_mode(cc_mode);
         let tcp = TcpConfig {
             mss_bytes: f.mss_bytes,
             header_bytes: spec.header_bytes,
             sack: f.sack,
             delayed_ack: f.delayed_ack,
             delayed_ack_timeout: SimDuration(f.delayed_ack_ps),
-            min_rto: SimDuration(f.min_rto_ps),
+            min_rto: f.min_rto_ps.map_or(defaults.min_rto, SimDuration),
+            time_wait: f.time_wait_ps.map_or(defaults.time_wait, SimDuration),
             initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
+            initial_ssthresh_pkts: f.initial_ssthresh_pkts.map(|p| p.max(1)),
             rcvbuf_bytes: f.rcvbuf_bytes,
-            cc_mode,
-            prr: cc_mode == CcMode::Linux,
-            ..TcpConfig::default()
+            ..defaults
         };
         let (app, receiver) = make_app(&f.app);
         // The dynamic range: no Wireshark dissector claims these ports.

@@ -181,8 +181,15 @@ pub struct FlowSpec {
     pub delayed_ack: bool,
     #[serde(default = "default_delack")]
     pub delayed_ack_ps: u64,
-    #[serde(default = "default_min_rto")]
-    pub min_rto_ps: u64,
+    /// None: the mode's default (`TcpConfig::for_mode`).
+    #[serde(default)]
+    pub min_rto_ps: Option<u64>,
+    /// None: Linux's 60 s.
+    #[serde(default)]
+    pub time_wait_ps: Option<u64>,
+    /// None: infinite (Linux); htsim starts at 15 packets.
+    #[serde(default)]
+    pub initial_ssthresh_pkts: Option<u32>,
     #[serde(default = "default_iw")]
     pub initial_cwnd_pkts: u32,
     #[serde(default)]
@@ -220,9 +227,6 @@ fn default_cc() -> String {
 }
 fn default_delack() -> u64 {
     40_000_000_000
-}
-fn default_min_rto() -> u64 {
-    200_000_000_000
 }
 fn default_iw() -> u32 {
     10

@@ -16,7 +16,7 @@ mod subflow;
 pub use connection::TcpConnection;
 pub use recv::{Receiver, RecvOutcome};
 pub use rtt::RttEstimator;
-pub use scoreboard::{AckedInfo, Scoreboard, Seg};
+pub use scoreboard::{AckedInfo, SackedInfo, Scoreboard, Seg};
 pub use subflow::{CcCtx, Subflow, SubflowStats};
 
 use mpsim_cc::CcMode;
@@ -62,7 +62,8 @@ pub enum AppEvent {
     Failed,
 }
 
-/// Per-connection TCP parameters. Defaults follow Linux.
+/// Per-connection TCP parameters. Defaults follow Linux, but for the
+/// minimum RTO: `Default` is reference mode (see `for_mode`).
 #[derive(Clone, Copy, Debug)]
 pub struct TcpConfig {
     /// Segment payload.
@@ -76,6 +77,9 @@ pub struct TcpConfig {
     pub max_rto: SimDuration,
     pub initial_rto: SimDuration,
     pub initial_cwnd_pkts: u32,
+    /// Slow-start threshold at the start; None: infinite (Linux; htsim
+    /// starts at 15 packets).
+    pub initial_ssthresh_pkts: Option<u32>,
     /// Receive buffer; the advertised window is its free space.
     pub rcvbuf_bytes: u64,
     pub dupthresh: u32,
@@ -86,6 +90,21 @@ pub struct TcpConfig {
     /// during SACK recovery; off, the window is ssthresh for the whole
     /// episode (RFC 6675). Scenario flows have it on in linux mode only.
     pub prr: bool,
+    /// How long the side that closed first stays in TIME_WAIT (RFC 9293
+    /// 2 MSL; Linux `TCP_TIMEWAIT_LEN`, 60 s).
+    pub time_wait: SimDuration,
+}
+
+impl TcpConfig {
+    /// The defaults of `mode`: the minimum RTO is RFC 6298's 1 s in
+    /// reference mode and Linux's `TCP_RTO_MIN`, 200 ms, in linux mode,
+    /// where PRR is on (Linux's recovery).
+    pub fn for_mode(mode: CcMode) -> Self {
+        match mode {
+            CcMode::Reference => TcpConfig::default(),
+            CcMode::Linux => TcpConfig { cc_mode: mode, prr: true, min_rto: SimDuration::from_millis(200), ..Default::default() },
+        }
+    }
 }
 
 impl Default for TcpConfig {
@@ -96,15 +115,17 @@ impl Default for TcpConfig {
             sack: true,
             delayed_ack: true,
             delayed_ack_timeout: SimDuration::from_millis(40),
-            min_rto: SimDuration::from_millis(200),
+            min_rto: SimDuration::from_secs(1),
             max_rto: SimDuration::from_secs(120),
             initial_rto: SimDuration::from_secs(1),
             initial_cwnd_pkts: 10,
+            initial_ssthresh_pkts: None,
             rcvbuf_bytes: 6 * 1024 * 1024,
             dupthresh: 3,
             syn_retries: 6,
             cc_mode: CcMode::Reference,
             prr: false,
+            time_wait: SimDuration::from_secs(60),
         }
     }
 }

@@ -43,7 +43,20 @@ pub struct AckedInfo {
     /// sample; `None` when Karn's rule forbids one (a retransmitted segment
     /// was acknowledged) or every acknowledged segment was already SACKed.
     pub rtt_from: Option<SimTime>,
+    /// Send time of the newest of them, under the same rule: the sample
+    /// congestion controllers get (Linux `ca_rtt_us` from `last_ackt`).
+    pub ca_rtt_from: Option<SimTime>,
     pub fin_acked: bool,
+}
+
+/// What one SACK block newly covered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SackedInfo {
+    pub bytes: u64,
+    /// Send times of the oldest and newest newly SACKed segments that were
+    /// never retransmitted (Linux `first_sackt`, `last_sackt`).
+    pub oldest: Option<SimTime>,
+    pub newest: Option<SimTime>,
 }
 
 #[derive(Debug, Default)]
@@ -156,13 +169,15 @@ impl Scoreboard {
             info.bytes += front.len();
             info.fin_acked |= front.fin;
             karn |= front.retransmitted;
-            if !front.retransmitted && !front.sacked && info.rtt_from.is_none() {
-                info.rtt_from = Some(front.sent_at);
+            if !front.retransmitted && !front.sacked {
+                info.rtt_from = info.rtt_from.or(Some(front.sent_at));
+                info.ca_rtt_from = Some(front.sent_at);
             }
             self.segs.pop_front();
         }
         if karn {
             info.rtt_from = None;
+            info.ca_rtt_from = None;
         }
         self.lost_mark = self.lost_mark.max(ack);
         self.rtx_hint = self.rtx_hint.max(ack);
@@ -172,9 +187,8 @@ impl Scoreboard {
     /// Marks the segments inside `[start, end)` SACKed. Returns the bytes
     /// newly SACKed and the send time of the oldest of them never
     /// retransmitted (an RTT sample when the cumulative ACK gives none).
-    pub fn sack(&mut self, start: u64, end: u64) -> (u64, Option<SimTime>) {
-        let mut newly = 0;
-        let mut oldest: Option<SimTime> = None;
+    pub fn sack(&mut self, start: u64, end: u64) -> SackedInfo {
+        let mut info = SackedInfo::default();
         let mut from = start;
         for &(s, e) in &self.applied {
             if s <= start && start < e {
@@ -189,9 +203,10 @@ impl Scoreboard {
                 self.segs[i].sacked = true;
                 self.sacked_bytes += s.len();
                 self.high_sacked = self.high_sacked.max(s.end);
-                newly += s.len();
+                info.bytes += s.len();
                 if !s.retransmitted {
-                    oldest = Some(oldest.map_or(s.sent_at, |o: SimTime| o.min(s.sent_at)));
+                    info.oldest = Some(info.oldest.map_or(s.sent_at, |o: SimTime| o.min(s.sent_at)));
+                    info.newest = Some(info.newest.map_or(s.sent_at, |o: SimTime| o.max(s.sent_at)));
                 }
             }
             i += 1;
@@ -201,7 +216,7 @@ impl Scoreboard {
         if top > start {
             self.remember_applied(start, top);
         }
-        (newly, oldest)
+        info
     }
 
     fn remember_applied(&mut self, start: u64, end: u64) {
@@ -384,28 +399,28 @@ mod tests {
     #[test]
     fn a_growing_block_marks_exactly_the_segments_inside_it() {
         let mut b = board(10);
-        assert_eq!(b.sack(200, 400).0, 200);
+        assert_eq!(b.sack(200, 400).bytes, 200);
         // The same block grown at its top: only the new segment is new.
-        assert_eq!(b.sack(200, 500).0, 100);
-        assert_eq!(b.sack(200, 500).0, 0);
+        assert_eq!(b.sack(200, 500).bytes, 100);
+        assert_eq!(b.sack(200, 500).bytes, 0);
         // A block below the applied one, and one reaching into it.
-        assert_eq!(b.sack(100, 200).0, 100);
-        assert_eq!(b.sack(100, 700).0, 200);
+        assert_eq!(b.sack(100, 200).bytes, 100);
+        assert_eq!(b.sack(100, 700).bytes, 200);
         assert_eq!(b.sacked_bytes(), 600);
         // Beyond what was sent is not remembered as applied.
-        assert_eq!(b.sack(700, 1200).0, 300);
+        assert_eq!(b.sack(700, 1200).bytes, 300);
         b.push(seg(10));
-        assert_eq!(b.sack(700, 1200).0, 100);
+        assert_eq!(b.sack(700, 1200).bytes, 100);
     }
 
     #[test]
     fn a_trimmed_head_inside_an_applied_block_is_still_sacked_later() {
         let mut b = board(4);
         // [0,100) is not inside [50,300): it stays unSACKed.
-        assert_eq!(b.sack(50, 300).0, 200);
+        assert_eq!(b.sack(50, 300).bytes, 200);
         // A partial cumulative ACK trims it to [50,100), now inside the block.
         b.cum_ack(50);
-        assert_eq!(b.sack(50, 300).0, 50);
+        assert_eq!(b.sack(50, 300).bytes, 50);
         assert_eq!(b.sacked_bytes(), 250);
     }
 
@@ -436,7 +451,7 @@ mod tests {
     #[test]
     fn sacked_segments_give_no_cumulative_rtt_sample() {
         let mut b = board(3);
-        assert_eq!(b.sack(100, 300), (200, Some(SimTime(1))));
+        assert_eq!(b.sack(100, 300), SackedInfo { bytes: 200, oldest: Some(SimTime(1)), newest: Some(SimTime(2)) });
         let info = b.cum_ack(300);
         assert_eq!(info.rtt_from, Some(SimTime(0)));
         let mut c = board(3);
@@ -626,9 +641,10 @@ mod tests {
     /// inside it became SACKed, whatever blocks were applied before.
     fn check_sack(b: &mut Scoreboard, before: &[Seg], start: u64, end: u64) {
         let newly: Vec<&Seg> = before.iter().filter(|s| s.start >= start && s.end <= end && !s.sacked).collect();
-        let (bytes, oldest) = b.sack(start, end);
-        assert_eq!(bytes, newly.iter().map(|s| s.len()).sum::<u64>());
-        assert_eq!(oldest, newly.iter().filter(|s| !s.retransmitted).map(|s| s.sent_at).min());
+        let info = b.sack(start, end);
+        assert_eq!(info.bytes, newly.iter().map(|s| s.len()).sum::<u64>());
+        assert_eq!(info.oldest, newly.iter().filter(|s| !s.retransmitted).map(|s| s.sent_at).min());
+        assert_eq!(info.newest, newly.iter().filter(|s| !s.retransmitted).map(|s| s.sent_at).max());
         assert!(b.segs.iter().filter(|s| s.start >= start && s.end <= end).all(|s| s.sacked));
     }
 

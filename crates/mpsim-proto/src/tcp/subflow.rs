@@ -5,9 +5,9 @@
 
 use super::recv::Receiver;
 use super::rtt::RttEstimator;
-use super::scoreboard::{Scoreboard, Seg, NO_TAG};
+use super::scoreboard::{SackedInfo, Scoreboard, Seg, NO_TAG};
 use super::{AppEvent, TcpConfig, TcpState, SYN_OPTION_BYTES};
-use mpsim_cc::{AckSample, CaState, CongestionController, Controller, SubflowCc};
+use mpsim_cc::{AckSample, CaState, CcMode, CongestionController, Controller, SubflowCc};
 use mpsim_core::{Addr, Packet, Proto, SimDuration, SimTime, TcpFlags};
 use std::collections::VecDeque;
 
@@ -69,10 +69,18 @@ pub struct Subflow {
     pub rtt: RttEstimator,
     backoff: u32,
     rto_at: Option<SimTime>,
+    /// End of TIME_WAIT (RFC 9293 3.10.7.4), when in that state.
+    time_wait_at: Option<SimTime>,
+    /// The handshake completed once (a closed subflow then resets what arrives).
+    was_synchronised: bool,
+    /// A reset to send for a segment that arrived after the close.
+    reset_reply: Option<Packet>,
     recovery_point: u64,
     dupacks: u32,
     force_rtx: bool,
     rescue_done: bool,
+    /// A NewReno partial ACK arrived in this recovery episode.
+    partial_ack_seen: bool,
     /// The episode's rate reduction while in SACK recovery with `cfg.prr`.
     prr: Option<Prr>,
     syn_pending: bool,
@@ -161,6 +169,13 @@ impl Prr {
     }
 }
 
+fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.min(y)),
+        (x, y) => x.or(y),
+    }
+}
+
 impl Subflow {
     fn new(cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16), state: TcpState, is_client: bool) -> Self {
         Subflow {
@@ -181,13 +196,20 @@ impl Subflow {
             fin_acked: false,
             peer_wnd_right: 1 + cfg.mss_bytes as u64,
             sb: Scoreboard::default(),
-            rtt: RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            rtt: match cfg.cc_mode {
+                CcMode::Reference => RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+                CcMode::Linux => RttEstimator::new_linux(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
+            },
             backoff: 0,
             rto_at: None,
+            time_wait_at: None,
+            was_synchronised: false,
+            reset_reply: None,
             recovery_point: 0,
             dupacks: 0,
             force_rtx: false,
             rescue_done: false,
+            partial_ack_seen: false,
             prr: None,
             syn_pending: true,
             probe_pending: false,
@@ -330,8 +352,13 @@ impl Subflow {
         if !self.state.is_synchronised() {
             return None;
         }
-        let seq = self.snd_nxt + self.fin_sent as u64;
-        Some(self.segment(seq, 0, TcpFlags::ACK, now))
+        Some(self.segment(self.snd_nxt_seq(), 0, TcpFlags::ACK, now))
+    }
+
+    /// SND.NXT, the sequence number a segment without data carries (RFC
+    /// 9293 3.10.7.4; Linux `tcp_acceptable_seq`): past our FIN once it is sent.
+    fn snd_nxt_seq(&self) -> u64 {
+        self.snd_nxt + self.fin_sent as u64
     }
 
     /// Aborts the subflow: the returned RST goes to the peer; no timers remain.
@@ -342,6 +369,7 @@ impl Subflow {
         p.wire_bytes = self.cfg.header_bytes;
         self.state = TcpState::Closed;
         self.rto_at = None;
+        self.time_wait_at = None;
         self.delack_at = None;
         self.ack_pending = false;
         self.syn_pending = false;
@@ -382,7 +410,11 @@ impl Subflow {
     // ----- timers -----
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        match (self.rto_at, self.delack_at) {
+        let t = match (self.rto_at, self.delack_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match (t, self.time_wait_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -396,6 +428,10 @@ impl Subflow {
         if self.rto_at.is_some_and(|t| t <= now) {
             self.rto_at = None;
             self.on_rto(now, cc);
+        }
+        if self.time_wait_at.is_some_and(|t| t <= now) {
+            self.time_wait_at = None;
+            self.state = TcpState::Closed;
         }
     }
 
@@ -419,8 +455,16 @@ impl Subflow {
         }
         self.stats.timeouts += 1;
         self.sync_cc(cc);
-        let already_lost = cc.me().ca_state == CaState::Loss && self.backoff > 0;
-        if !already_lost {
+        let state = cc.me().ca_state;
+        // RFC 5681 (4): not again for a segment already resent by the timer.
+        let already_lost = state == CaState::Loss && self.backoff > 0;
+        // Linux `tcp_enter_loss` keeps the threshold a recovery episode
+        // still under way has set.
+        let in_recovery = state == CaState::Recovery && self.recovery_point > self.snd_una;
+        let keep = already_lost || (self.cfg.cc_mode == CcMode::Linux && in_recovery);
+        if !keep {
+            let cwnd_pkts = cc.me().cwnd_pkts;
+            cc.me().flight_pkts = self.loss_flight_pkts(cwnd_pkts);
             let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
             cc.me().ssthresh_pkts = ss;
         }
@@ -452,14 +496,24 @@ impl Subflow {
 
     pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cc: &mut CcCtx) {
         if pkt.flags.has(TcpFlags::RST) {
-            if self.state != TcpState::Closed {
-                self.state = TcpState::Closed;
+            // A reset in TIME_WAIT ends a connection that already completed
+            // (Linux `tcp_timewait_state_process` with tcp_rfc1337 = 0).
+            if !matches!(self.state, TcpState::Closed | TcpState::TimeWait) {
                 self.events.push_back(AppEvent::Failed);
             }
+            self.state = TcpState::Closed;
+            self.time_wait_at = None;
             return;
         }
         match self.state {
-            TcpState::Closed => return,
+            TcpState::Closed => {
+                // RFC 9293 3.10.7.1: a segment for a connection that no
+                // longer exists is answered by a reset.
+                if self.was_synchronised {
+                    self.reset_reply = Some(super::rst_reply(pkt, self.cfg.header_bytes));
+                }
+                return;
+            }
             TcpState::SynSent => {
                 self.on_syn_ack(now, pkt, cc);
                 return;
@@ -503,7 +557,7 @@ impl Subflow {
         if self.backoff == 0 {
             // Karn: only an unretransmitted SYN gives a sample.
             let sample = now - self.last_send;
-            self.rtt.on_sample(sample);
+            self.rtt.on_sample(sample, 1, 1);
             cc.ctrl.on_rtt_sample(cc.subs, cc.r, sample, now);
         }
         self.snd_una = 1;
@@ -511,11 +565,15 @@ impl Subflow {
         self.rto_at = None;
         self.syn_pending = false;
         self.state = TcpState::Established;
+        self.was_synchronised = true;
         self.last_send = now;
         let s = cc.me();
         s.established = true;
         s.can_send = true;
         s.cwnd_pkts = self.cfg.initial_cwnd_pkts as f64;
+        if let Some(ss) = self.cfg.initial_ssthresh_pkts {
+            s.ssthresh_pkts = ss as f64;
+        }
         self.sync_cc(cc);
         self.events.push_back(AppEvent::Connected);
     }
@@ -528,20 +586,21 @@ impl Subflow {
         self.peer_wnd_right = self.peer_wnd_right.max(ack + pkt.wnd_bytes);
         let (una_before, lost_before) = (self.snd_una, self.sb.marked_lost_bytes());
         let delivered_before = self.snd_una + self.sb.sacked_bytes();
-        let mut sack_rtt_from: Option<SimTime> = None;
+        let mut sacked = SackedInfo::default();
         if self.cfg.sack {
             for &(s, e) in pkt.sack.as_slice() {
                 if e > self.snd_una {
-                    if let (_, Some(t)) = self.sb.sack(s.max(self.snd_una), e) {
-                        sack_rtt_from = Some(sack_rtt_from.map_or(t, |o| o.min(t)));
-                    }
+                    let b = self.sb.sack(s.max(self.snd_una), e);
+                    sacked.oldest = earliest(sacked.oldest, b.oldest);
+                    sacked.newest = sacked.newest.max(b.newest);
                 }
             }
         }
         if ack > self.snd_una {
-            self.on_new_ack(now, ack, sack_rtt_from, cc);
-        } else if let Some(t) = sack_rtt_from {
-            self.take_rtt_sample(now, now - t, cc);
+            self.on_new_ack(now, ack, sacked, delivered_before, cc);
+        } else if let Some(t) = sacked.oldest {
+            let ca = sacked.newest.map_or(now - t, |n| now - n);
+            self.take_rtt_sample(now, now - t, ca, cc);
         } else if pkt.payload_bytes == 0 && !self.sb.is_empty() && !pkt.flags.has(TcpFlags::FIN) {
             self.on_dupack(cc);
         }
@@ -559,14 +618,19 @@ impl Subflow {
         self.check_send_complete();
     }
 
+    /// `r` feeds the RTO estimator (Linux `seq_rtt_us`, from the oldest
+    /// segment newly acknowledged); controllers get `ca` (Linux
+    /// `ca_rtt_us`, from the newest), as `tcp_ack_update_rtt` and
+    /// `tcp_clean_rtx_queue` hand them out.
     #[inline(always)]
-    fn take_rtt_sample(&mut self, now: SimTime, r: SimDuration, cc: &mut CcCtx) {
-        self.rtt.on_sample(r);
+    fn take_rtt_sample(&mut self, now: SimTime, r: SimDuration, ca: SimDuration, cc: &mut CcCtx) {
+        self.rtt.on_sample(r, self.snd_una, self.snd_nxt);
+        self.rtt.on_ca_sample(ca);
         self.sync_cc(cc);
-        cc.ctrl.on_rtt_sample(cc.subs, cc.r, r, now);
+        cc.ctrl.on_rtt_sample(cc.subs, cc.r, ca, now);
     }
 
-    fn on_new_ack(&mut self, now: SimTime, ack: u64, sack_rtt_from: Option<SimTime>, cc: &mut CcCtx) {
+    fn on_new_ack(&mut self, now: SimTime, ack: u64, sacked: SackedInfo, delivered_before: u64, cc: &mut CcCtx) {
         let info = self.sb.cum_ack(ack);
         let acked_bytes = ack - self.snd_una;
         self.snd_una = ack;
@@ -575,13 +639,19 @@ impl Subflow {
         self.dupacks = 0;
         self.probe_pending = false;
         if info.fin_acked {
-            self.on_fin_acked();
+            self.on_fin_acked(now);
         }
-        // Linux: the cumulative sample, else one from newly SACKed data.
-        let rtt = info.rtt_from.or(sack_rtt_from).map(|t| now - t);
+        // Linux: the cumulative sample, else one from newly SACKed data;
+        // for controllers, the newest SACKed, else the newest acknowledged.
+        let rtt = info.rtt_from.or(sacked.oldest).map(|t| now - t);
+        let ca_rtt = sacked.newest.or(info.ca_rtt_from).map(|t| now - t);
         if let Some(r) = rtt {
-            self.take_rtt_sample(now, r, cc);
+            self.take_rtt_sample(now, r, ca_rtt.unwrap_or(r), cc);
         }
+        // Only what this ACK newly delivers (cumulatively acknowledged and
+        // not SACKed before, or newly SACKed) may grow the window: Linux
+        // `tcp_ack` hands `tcp_cong_control` the delivered count.
+        let delivered_bytes = (ack + self.sb.sacked_bytes()).saturating_sub(delivered_before + info.fin_acked as u64);
         self.sync_cc(cc);
         let state = cc.me().ca_state;
         // Spec 1.8 names Open and Disorder; Linux also grows in Loss (after an
@@ -601,14 +671,15 @@ impl Subflow {
                 self.newreno_partial_ack(now, acked_bytes, cc);
             }
         }
-        if grow && self.cwnd_limited(cc.me()) {
+        if grow && delivered_bytes > 0 && self.cwnd_limited(cc.me()) {
             let mss = self.cfg.mss_bytes as f64;
-            let sample = AckSample { now, acked_pkts: acked_bytes as f64 / mss, acked_bytes, rtt };
+            let sample = AckSample { now, acked_pkts: delivered_bytes as f64 / mss, acked_bytes: delivered_bytes, rtt: ca_rtt };
             cc.ctrl.on_ack(cc.subs, cc.r, &sample);
         }
         if self.sb.is_empty() {
             self.rto_at = None;
-        } else if state != CaState::Recovery || self.cfg.sack {
+        } else if cc.me().ca_state != CaState::Recovery || self.cfg.sack {
+            // RFC 6298 5.3; a NewReno partial ACK re-arms it itself.
             self.arm_rto(now);
         }
     }
@@ -621,7 +692,10 @@ impl Subflow {
         let acked_pkts = acked_bytes as f64 / mss;
         let s = cc.me();
         s.cwnd_pkts = (s.cwnd_pkts - acked_pkts + if acked_pkts >= 1.0 { 1.0 } else { 0.0 }).max(1.0);
-        if self.rto_at.is_none() || self.stats.fast_recoveries > 0 {
+        // RFC 6582 3.2 step 3, the Impatient variant: the timer restarts on
+        // the first partial ACK of the episode only, so a window with many
+        // holes ends in a timeout instead of one repair per RTT.
+        if self.rto_at.is_none() || !std::mem::replace(&mut self.partial_ack_seen, true) {
             self.arm_rto(now);
         }
     }
@@ -670,17 +744,25 @@ impl Subflow {
     fn enter_recovery(&mut self, cc: &mut CcCtx) {
         self.sync_cc(cc);
         let prior_cwnd_pkts = cc.me().cwnd_pkts;
-        // RFC 5681 FlightSize: data sent and not cumulatively acknowledged.
-        cc.me().flight_pkts = self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64;
+        cc.me().flight_pkts = self.loss_flight_pkts(prior_cwnd_pkts);
         let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
         cc.me().ssthresh_pkts = ss;
         cc.me().cwnd_cnt = 0;
         self.recovery_point = self.snd_nxt;
         self.force_rtx = true;
         self.rescue_done = false;
+        self.partial_ack_seen = false;
         self.prr = (self.cfg.prr && self.cfg.sack).then(|| Prr::new(prior_cwnd_pkts));
         self.stats.fast_recoveries += 1;
         cc.set_state(CaState::Recovery);
+    }
+
+    /// The FlightSize a congestion event halves (RFC 5681 (4)): data sent
+    /// and not cumulatively acknowledged, but not what was sent beyond the
+    /// window (RFC 3042: limited transmit; with SACK, segments sent as
+    /// SACKs freed the pipe), so a decrease never raises the window.
+    fn loss_flight_pkts(&self, cwnd_pkts: f64) -> f64 {
+        (self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64).min(cwnd_pkts)
     }
 
     /// RFC 6937 (Linux `tcp_cwnd_reduction`): the window after an ACK in recovery.
@@ -695,14 +777,17 @@ impl Subflow {
         }
     }
 
-    fn on_fin_acked(&mut self) {
+    fn on_fin_acked(&mut self, now: SimTime) {
         self.fin_acked = true;
-        self.state = match self.state {
-            TcpState::FinWait1 => TcpState::FinWait2,
-            TcpState::Closing => TcpState::Closed,
-            TcpState::LastAck => TcpState::Closed,
-            s => s,
-        };
+        match self.state {
+            TcpState::FinWait1 => self.state = TcpState::FinWait2,
+            TcpState::Closing => self.enter_time_wait(now),
+            TcpState::LastAck => {
+                self.state = TcpState::Closed;
+                self.rto_at = None;
+            }
+            _ => {}
+        }
     }
 
     fn check_send_complete(&mut self) {
@@ -726,19 +811,32 @@ impl Subflow {
         if pkt.flags.has(TcpFlags::FIN) {
             self.peer_fin_seq = Some(pkt.seq + pkt.payload_bytes as u64);
             self.ack_pending = true;
+            if self.state == TcpState::TimeWait {
+                // RFC 9293 3.10.7.4: the peer's FIN again (our last ACK was
+                // lost): acknowledge it and restart the 2 MSL timeout.
+                self.enter_time_wait(now);
+            }
         }
         if !self.peer_fin_received && self.peer_fin_seq == Some(self.rcv.rcv_nxt) {
             self.rcv.rcv_nxt += 1;
             self.peer_fin_received = true;
             self.ack_pending = true;
             self.events.push_back(AppEvent::PeerClosed);
-            self.state = match self.state {
-                TcpState::Established => TcpState::CloseWait,
-                TcpState::FinWait1 => TcpState::Closing,
-                TcpState::FinWait2 => TcpState::Closed,
-                s => s,
-            };
+            match self.state {
+                TcpState::Established => self.state = TcpState::CloseWait,
+                TcpState::FinWait1 => self.state = TcpState::Closing,
+                TcpState::FinWait2 => self.enter_time_wait(now),
+                _ => {}
+            }
         }
+    }
+
+    /// RFC 9293 3.10.7.4: both FINs are acknowledged or being acknowledged
+    /// by us; stay to answer a retransmitted FIN for `cfg.time_wait`.
+    fn enter_time_wait(&mut self, now: SimTime) {
+        self.state = TcpState::TimeWait;
+        self.rto_at = None;
+        self.time_wait_at = Some(now + self.cfg.time_wait);
     }
 
     fn schedule_ack(&mut self, now: SimTime, immediate: bool) {
@@ -824,6 +922,9 @@ impl Subflow {
     }
 
     pub fn poll_transmit(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
+        if self.state == TcpState::Closed {
+            return self.reset_reply.take();
+        }
         let tx = self.next_tx(now, cc)?;
         Some(self.build(tx, now))
     }
@@ -832,6 +933,9 @@ impl Subflow {
     /// is a few hundred bytes, and engines send millions); false when there
     /// is nothing to send.
     pub fn poll_transmit_into(&mut self, now: SimTime, cc: &mut CcCtx, out: &mut Vec<Packet>) -> bool {
+        if self.state == TcpState::Closed {
+            return self.reset_reply.take().map(|p| out.push(p)).is_some();
+        }
         let Some(tx) = self.next_tx(now, cc) else { return false };
         out.push(self.build(tx, now));
         true
@@ -867,7 +971,7 @@ impl Subflow {
             Tx::Retransmit(seg) => self.retransmit(seg, now),
             Tx::New(len) => self.new_segment(len, now),
             Tx::Fin => self.fin_segment(now),
-            Tx::Ack => self.segment(0, 0, TcpFlags::ACK, now),
+            Tx::Ack => self.segment(self.snd_nxt_seq(), 0, TcpFlags::ACK, now),
         }
     }
 
@@ -996,6 +1100,15 @@ impl Subflow {
     }
 
     fn retransmit(&mut self, seg: Seg, now: SimTime) -> Packet {
+        // Linux `tcp_xmit_retransmit_queue` restarts the timer when it
+        // resends the head (RFC 6675 section 6 allows re-arming it on
+        // retransmissions in recovery; on every one, a lost retransmission
+        // of the head would never time out). Reference mode without SACK
+        // follows RFC 6582's Impatient rule instead.
+        let rearm = seg.start == self.snd_una && (self.cfg.sack || self.cfg.cc_mode == CcMode::Linux);
+        if rearm {
+            self.arm_rto(now);
+        }
         self.sb.on_retransmit(seg.start, now);
         let len = if seg.fin { 0 } else { seg.len() };
         self.stats.bytes_sent += len;

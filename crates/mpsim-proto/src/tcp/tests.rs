@@ -3,7 +3,7 @@
 
 use super::*;
 use mpsim_cc::CaState;
-use mpsim_core::{Addr, Packet, SimDuration, SimTime};
+use mpsim_core::{Addr, Packet, SimDuration, SimTime, TcpFlags};
 use std::collections::VecDeque;
 
 /// Decides, from the packet index and header, whether the wire loses it.
@@ -30,6 +30,8 @@ struct Pair {
     client_rx: u64,
     /// Data segments the client sent (lost ones included).
     client_data_segs: u64,
+    /// Every packet put on the wire (lost ones included), with its time.
+    wire_log: Vec<(SimTime, Packet)>,
 }
 
 impl Pair {
@@ -52,6 +54,7 @@ impl Pair {
             next_free: [SimTime::ZERO; 2],
             client_rx: 0,
             client_data_segs: 0,
+            wire_log: vec![],
         }
     }
 
@@ -88,6 +91,7 @@ impl Pair {
         let i = self.sent;
         self.sent += 1;
         self.client_data_segs += (to_server && p.payload_bytes > 0) as u64;
+        self.wire_log.push((self.now, p));
         if (self.drop)(i, &p) {
             return;
         }
@@ -314,7 +318,7 @@ fn linux_prr() -> TcpConfig {
 fn lose_first_sends(segs: Vec<u64>) -> DropRule {
     let mut lost = vec![];
     Box::new(move |_, pk| {
-        // Pure ACKs carry sequence 0: only data segments are numbered.
+        // Only data segments are numbered.
         let n = pk.seq.saturating_sub(1) / 1448;
         let hit = pk.payload_bytes > 0 && segs.contains(&n) && !lost.contains(&n);
         if hit {
@@ -475,4 +479,417 @@ fn a_cheap_empty_poll_agrees_with_a_full_one() {
         }
     }
     assert!(empty > 0);
+}
+
+/// Who closes first in a closing-sequence test.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Closer {
+    Client,
+    Server,
+    Both,
+}
+
+/// Which closing packet the wire loses, once.
+#[derive(Clone, Copy, Debug)]
+enum CloseLoss {
+    None,
+    /// The first FIN sent by the client (true) or the server (false).
+    Fin(bool),
+    /// The first pure ACK that acknowledges the other side's FIN, sent by
+    /// the client (true) or the server (false).
+    FinAck(bool),
+}
+
+fn is_client_pkt(p: &Packet) -> bool {
+    p.src == Addr(1)
+}
+
+fn close_loss_rule(loss: CloseLoss) -> DropRule {
+    let mut done = false;
+    // The sequence number right after each side's FIN: [server, client].
+    let mut fin_end: [Option<u64>; 2] = [None, None];
+    Box::new(move |_, p| {
+        let from_client = is_client_pkt(p);
+        let fin = p.flags.has(TcpFlags::FIN);
+        if fin {
+            fin_end[from_client as usize] = Some(p.seq + p.payload_bytes as u64 + 1);
+        }
+        if done {
+            return false;
+        }
+        let hit = match loss {
+            CloseLoss::None => false,
+            CloseLoss::Fin(c) => fin && from_client == c,
+            CloseLoss::FinAck(c) => {
+                from_client == c && !fin && p.payload_bytes == 0 && fin_end[!c as usize].is_some_and(|e| p.ack >= e)
+            }
+        };
+        done = hit;
+        hit
+    })
+}
+
+/// Runs a transfer both ways that ends with `closer` closing first while
+/// the wire loses `loss`; the other side closes when it learns of the
+/// peer's FIN, as an application does. Returns the pair and the time of
+/// the last packet put on the wire.
+fn closing_sequence(closer: Closer, loss: CloseLoss, cfg: TcpConfig) -> (Pair, SimTime) {
+    let mut p = Pair::new(cfg, "reno");
+    p.drop = close_loss_rule(loss);
+    p.client.send(20_000);
+    if closer != Closer::Server {
+        p.client.close();
+    }
+    let (mut server_closed, mut client_closed) = (false, false);
+    while p.now < SimTime::from_secs_f64(300.0) {
+        if !p.step() {
+            break;
+        }
+        if let (Some(s), false) = (p.server.as_mut(), server_closed) {
+            if closer != Closer::Client || p.server_events.contains(&AppEvent::PeerClosed) {
+                s.send(7_000);
+                s.close();
+                server_closed = true;
+            }
+        }
+        if closer == Closer::Server && !client_closed && p.client_events.contains(&AppEvent::PeerClosed) {
+            p.client.close();
+            client_closed = true;
+        }
+        p.flush();
+    }
+    let last_put = p.wire_log.last().map_or(SimTime::ZERO, |w| w.0);
+    (p, last_put)
+}
+
+fn assert_closed_cleanly(closer: Closer, loss: CloseLoss, time_wait: SimDuration) {
+    let cfg = TcpConfig { time_wait, ..Default::default() };
+    let (p, last_put) = closing_sequence(closer, loss, cfg);
+    let s = p.server.as_ref().unwrap();
+    let what = format!("{closer:?} {loss:?}: client {} / server {}", p.client.sf.debug_line(), s.sf.debug_line());
+    assert_eq!(p.delivered_to_server, 20_000, "{what}");
+    assert_eq!(p.delivered_to_client, 7_000, "{what}");
+    assert_eq!(p.client.sf.state, TcpState::Closed, "{what}");
+    assert_eq!(s.sf.state, TcpState::Closed, "{what}");
+    assert!(p.client.poll_timeout().is_none() && s.poll_timeout().is_none(), "{what}");
+    // Nothing is sent once the side that closed first has left TIME_WAIT,
+    // which it does time_wait after its last packet at the latest.
+    assert!(last_put < SimTime::from_secs_f64(5.0), "last packet at {last_put:?}; {what}");
+    // Without loss nothing is sent twice; a lost ACK of a FIN may also have
+    // been the only ACK of the data segment sent just before that FIN.
+    let lost = !matches!(loss, CloseLoss::None) as u64;
+    let rtx = p.client.sf.stats.retransmitted_segs + s.sf.stats.retransmitted_segs;
+    assert!(rtx <= 2 * lost, "{rtx} retransmissions; {what}");
+}
+
+#[test]
+fn every_closing_sequence_ends_with_both_sides_closed() {
+    let losses =
+        [CloseLoss::None, CloseLoss::Fin(true), CloseLoss::Fin(false), CloseLoss::FinAck(true), CloseLoss::FinAck(false)];
+    for closer in [Closer::Client, Closer::Server, Closer::Both] {
+        for loss in losses {
+            assert_closed_cleanly(closer, loss, SimDuration::from_secs(60));
+            assert_closed_cleanly(closer, loss, SimDuration::from_secs(3));
+        }
+    }
+}
+
+#[test]
+fn the_first_closer_waits_in_time_wait_and_acknowledges_a_repeated_fin() {
+    let cfg = TcpConfig { time_wait: SimDuration::from_secs(60), ..Default::default() };
+    // The client's ACK of the server's FIN is lost: the server repeats its
+    // FIN, and the client, in TIME_WAIT, acknowledges it again.
+    let (p, _) = closing_sequence(Closer::Client, CloseLoss::FinAck(true), cfg);
+    let server_fins: Vec<_> = p.wire_log.iter().filter(|(_, q)| !is_client_pkt(q) && q.flags.has(TcpFlags::FIN)).collect();
+    assert_eq!(server_fins.len(), 2);
+    let (repeated_at, fin) = *server_fins[1];
+    let fin_end = fin.seq + fin.payload_bytes as u64 + 1;
+    assert!(p.wire_log.iter().any(|(t, q)| *t >= repeated_at && is_client_pkt(q) && q.ack == fin_end));
+    let mut q = Pair::new(cfg, "reno");
+    q.client.send(1_000);
+    q.client.close();
+    let mut entered = None;
+    while q.now < SimTime::from_secs_f64(100.0) && q.step() {
+        if let Some(s) = q.server.as_mut() {
+            if q.server_events.contains(&AppEvent::PeerClosed) && s.sf.state == TcpState::CloseWait {
+                s.close();
+            }
+        }
+        if entered.is_none() && q.client.sf.state == TcpState::TimeWait {
+            entered = Some(q.now);
+        }
+    }
+    let entered = entered.expect("the client passes through TIME_WAIT");
+    assert_eq!(q.client.sf.state, TcpState::Closed);
+    assert_eq!(q.server.as_ref().unwrap().sf.state, TcpState::Closed);
+    assert!(q.client_events.iter().all(|e| *e != AppEvent::Failed));
+    assert!(entered < SimTime::from_secs_f64(1.0), "{entered:?}");
+}
+
+#[test]
+fn pure_acks_carry_snd_nxt() {
+    let (p, _) = closing_sequence(Closer::Client, CloseLoss::None, TcpConfig::default());
+    for from_client in [true, false] {
+        // SND.NXT after the SYN, each data segment and the FIN, in order.
+        let mut snd_nxt = 0;
+        let mut acks = 0;
+        for (_, q) in p.wire_log.iter().filter(|(_, q)| is_client_pkt(q) == from_client) {
+            let f = q.flags;
+            let seq_len = q.payload_bytes as u64 + f.has(TcpFlags::SYN) as u64 + f.has(TcpFlags::FIN) as u64;
+            if seq_len == 0 {
+                assert_eq!(q.seq, snd_nxt, "from client {from_client}: {q:?}");
+                acks += 1;
+            }
+            snd_nxt = snd_nxt.max(q.seq + seq_len);
+        }
+        assert!(acks > 2, "{acks}");
+    }
+}
+
+#[test]
+fn a_fin_repeated_after_a_short_time_wait_is_answered_by_a_reset() {
+    // TIME_WAIT shorter than the peer's RTO: the peer's repeated FIN finds
+    // no connection and is reset, as in any stack (RFC 9293 3.10.7.1).
+    let cfg = TcpConfig { time_wait: SimDuration::from_millis(100), ..Default::default() };
+    let (p, _) = closing_sequence(Closer::Client, CloseLoss::FinAck(true), cfg);
+    let s = p.server.as_ref().unwrap();
+    assert_eq!(s.sf.state, TcpState::Closed);
+    assert!(p.wire_log.iter().any(|(_, q)| is_client_pkt(q) && q.flags.has(TcpFlags::RST)));
+    assert!(p.server_events.contains(&AppEvent::Failed));
+    assert_eq!(p.delivered_to_client, 7_000);
+}
+
+/// A client that completed its handshake with a peer of ISN 0 and sends
+/// without end, with its first window out; returns it and that window's
+/// segments.
+fn sending_client(cfg: TcpConfig, cc: &str) -> (TcpConnection, Vec<Packet>) {
+    sending_client_at(cfg, cc, SimTime::from_secs_f64(0.02))
+}
+
+/// `sending_client` whose SYN/ACK arrives at `t`.
+fn sending_client_at(cfg: TcpConfig, cc: &str, t: SimTime) -> (TcpConnection, Vec<Packet>) {
+    let mut c = TcpConnection::connect(cfg, cc, (Addr(1), 40000), (Addr(2), 80)).unwrap();
+    let syn = c.poll_transmit(SimTime::ZERO).unwrap();
+    let mut syn_ack = rst_reply(&syn, 66);
+    syn_ack.flags = TcpFlags(TcpFlags::SYN | TcpFlags::ACK);
+    syn_ack.wnd_bytes = 1 << 30;
+    c.handle_segment(t, &syn_ack);
+    c.send_unlimited();
+    let mut out = vec![];
+    c.drain_transmit(t, &mut out);
+    (c, out)
+}
+
+/// An ACK from the peer of `sending_client`.
+fn ack_of(ack: u64, sack: &[(u64, u64)]) -> Packet {
+    let mut p = Packet {
+        src: Addr(2),
+        dst: Addr(1),
+        sport: 80,
+        dport: 40000,
+        flags: TcpFlags(TcpFlags::ACK),
+        seq: 1,
+        ack,
+        wnd_bytes: 1 << 30,
+        wire_bytes: 66,
+        ..Default::default()
+    };
+    for &b in sack.iter().take(3) {
+        p.sack.push(b.0, b.1);
+    }
+    p
+}
+
+#[test]
+fn newreno_restarts_the_timer_on_the_first_partial_ack_only() {
+    // 100 holes in one window: one repair per RTT would take 100 RTTs (2 s);
+    // RFC 6582's Impatient variant lets the timer fire instead.
+    let cfg = TcpConfig {
+        sack: false,
+        delayed_ack: false,
+        initial_cwnd_pkts: 300,
+        min_rto: SimDuration::from_millis(200),
+        ..Default::default()
+    };
+    let mut p = upload(300 * 1448, cfg);
+    p.drop = lose_first_sends((0..100).map(|k| 2 * k + 1).collect());
+    p.run_until(SimTime::from_secs_f64(1.0));
+    assert_eq!(p.delivered_to_server, 300 * 1448, "{}", p.client.sf.debug_line());
+    assert_eq!(p.client.sf.stats.timeouts, 1);
+}
+
+#[test]
+fn a_fast_retransmission_restarts_the_timer() {
+    for cfg in [TcpConfig { delayed_ack: false, ..Default::default() }, TcpConfig { delayed_ack: false, ..linux_prr() }] {
+        let mut p = upload(200 * 1448, cfg);
+        p.drop = lose_first_sends(vec![20]);
+        let mut checked = false;
+        loop {
+            let before = p.client.cc().ca_state;
+            if p.now >= SimTime::from_secs_f64(2.0) || !p.step() {
+                break;
+            }
+            p.flush();
+            if before != CaState::Recovery && p.client.cc().ca_state == CaState::Recovery && !checked {
+                let rto = p.client.sf.rtt.rto();
+                assert_eq!(p.client.poll_timeout(), Some(p.now + rto), "{:?}", cfg.cc_mode);
+                checked = true;
+            }
+        }
+        assert!(checked);
+        assert_eq!(p.delivered_to_server, 200 * 1448);
+        assert_eq!(p.client.sf.stats.timeouts, 0);
+    }
+}
+
+#[test]
+fn entering_recovery_never_raises_the_window() {
+    // Segments sent beyond the window while SACKs free the pipe are not
+    // part of the FlightSize a loss halves (RFC 3042).
+    let (mut c, first) = sending_client(TcpConfig::default(), "reno");
+    assert_eq!(first.len(), 10);
+    let mss = 1448;
+    // SACKs for segments 1.. arrive one by one; segment 0 is lost.
+    let mut now = SimTime::from_secs_f64(0.04);
+    for k in 1..4u64 {
+        let cwnd_before = c.cc().cwnd_pkts;
+        c.handle_segment(now, &ack_of(1, &[(1 + mss, 1 + (k + 1) * mss)]));
+        let mut out = vec![];
+        c.drain_transmit(now, &mut out);
+        assert!(c.cc().cwnd_pkts <= cwnd_before, "{} > {cwnd_before}", c.cc().cwnd_pkts);
+        now += SimDuration::from_micros(10);
+    }
+    assert_eq!(c.cc().ca_state, CaState::Recovery);
+    assert_eq!(c.cc().ssthresh_pkts, 5.0);
+}
+
+#[test]
+fn a_timeout_in_recovery_halves_the_outstanding_data_not_the_pipe() {
+    for (cfg, expected) in [(TcpConfig::default(), 2.5), (linux_prr(), 5.0)] {
+        let (mut c, _) = sending_client(cfg, "reno");
+        let mss = 1448;
+        c.handle_segment(SimTime::from_secs_f64(0.04), &ack_of(1, &[(1 + mss, 1 + 4 * mss)]));
+        assert_eq!(c.cc().ca_state, CaState::Recovery);
+        assert_eq!(c.cc().ssthresh_pkts, 5.0);
+        let rto_at = c.poll_timeout().unwrap();
+        c.handle_timeout(rto_at);
+        assert_eq!(c.sf.stats.timeouts, 1);
+        // Reference (RFC 5681 (4)): half the FlightSize, capped by the
+        // window (5 packets in recovery); linux keeps the episode's
+        // threshold (tcp_enter_loss).
+        assert_eq!(c.cc().ssthresh_pkts, expected, "{:?}", cfg.cc_mode);
+    }
+}
+
+#[test]
+fn controllers_get_the_rtt_of_the_newest_acknowledged_segment() {
+    let (mut c, first) = sending_client_at(TcpConfig::default(), "vegas", SimTime::from_secs_f64(0.1));
+    let mss = 1448;
+    assert!(first.len() >= 2);
+    // The first window was sent at 100 ms; what the first ACK (a 60 ms
+    // sample) lets out goes at 160 ms.
+    let t1 = SimTime::from_secs_f64(0.16);
+    c.handle_segment(t1, &ack_of(1 + mss, &[]));
+    let mut out = vec![];
+    c.drain_transmit(t1, &mut out);
+    assert!(!out.is_empty());
+    let sent_at_160ms = out[0].seq;
+    // One ACK covers the rest of the first window and a segment sent at 160 ms.
+    let t2 = SimTime::from_secs_f64(0.21);
+    c.handle_segment(t2, &ack_of(sent_at_160ms + mss, &[]));
+    // The RTO estimator got 110 ms (the oldest newly acknowledged, sent at
+    // 100 ms), the minimum RTT and the controller 50 ms (the newest, sent
+    // at 160 ms: Linux `tcp_update_rtt_min` takes `ca_rtt_us`).
+    assert_eq!(c.sf.rtt.latest, Some(SimDuration::from_millis(110)));
+    assert_eq!(c.cc().min_rtt, Some(SimDuration::from_millis(50)));
+}
+
+/// One ACK of the window-growth property: the cumulative point and up to
+/// three SACK blocks, all in segments above the sender's current state.
+#[derive(Clone, Debug)]
+struct RandomAck {
+    cum_segs: u64,
+    blocks: Vec<(u64, u64)>,
+}
+
+fn random_ack() -> impl proptest::strategy::Strategy<Value = RandomAck> {
+    use proptest::prelude::*;
+    (0u64..4, proptest::collection::vec((0u64..40, 1u64..6), 0..4)).prop_map(|(cum_segs, blocks)| RandomAck { cum_segs, blocks })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 300, ..Default::default() })]
+
+    /// No ACK raises the window by more than the segments it newly
+    /// delivers (cumulatively acknowledged and not SACKed before, or newly
+    /// SACKed). Two rules of recovery set the window otherwise: the ACK
+    /// that ends an episode may set it to ssthresh (RFC 6675, Linux
+    /// `tcp_end_cwnd_reduction`), never above; within a PRR episode the
+    /// slow-start reduction bound may regrow the window towards ssthresh
+    /// by what earlier ACKs delivered and one segment more (RFC 6937
+    /// section 3.1), never beyond ssthresh; and the ACK that begins a PRR
+    /// episode lets the fast retransmission out (the pipe plus one
+    /// segment, Linux `tcp_cwnd_reduction`). NewReno's dupACK
+    /// inflation (RFC 5681) is temporary by design and left out: every
+    /// configuration here uses SACK.
+    #[test]
+    fn no_ack_raises_cwnd_by_more_than_it_newly_delivers(
+        acks in proptest::collection::vec(random_ack(), 1..120),
+        linux in proptest::bool::ANY,
+        cc_idx in 0usize..3,
+    ) {
+        let cc = ["reno", "cubic", "vegas"][cc_idx];
+        let cfg = if linux { linux_prr() } else { TcpConfig::default() };
+        let (mut c, first) = sending_client(cfg, cc);
+        let mss = 1448u64;
+        let seg_of = |seq: u64| (seq - 1) / mss;
+        let mut highest = first.iter().map(|p| seg_of(p.seq) + 1).max().unwrap_or(0);
+        let mut cum = 0u64; // segments cumulatively acknowledged
+        let mut sacked = std::collections::BTreeSet::new();
+        let mut now = SimTime::from_secs_f64(0.05);
+        for a in acks {
+            let new_cum = (cum + a.cum_segs).min(highest);
+            let blocks: Vec<(u64, u64)> = a
+                .blocks
+                .iter()
+                .map(|&(off, len)| (new_cum + 1 + off, new_cum + 1 + off + len))
+                .filter(|&(_, e)| e <= highest)
+                .collect();
+            let before: std::collections::BTreeSet<u64> = (0..cum).chain(sacked.iter().copied()).collect();
+            for &(s, e) in &blocks {
+                sacked.extend(s..e);
+            }
+            sacked.retain(|&k| k >= new_cum);
+            let after: std::collections::BTreeSet<u64> = (0..new_cum).chain(sacked.iter().copied()).collect();
+            let newly = after.difference(&before).count() as f64;
+            let seq_blocks: Vec<(u64, u64)> = blocks.iter().map(|&(s, e)| (1 + s * mss, 1 + e * mss)).collect();
+            let before = *c.cc();
+            let episodes_before = c.sf.stats.fast_recoveries;
+            c.handle_segment(now, &ack_of(1 + new_cum * mss, &seq_blocks));
+            let s = *c.cc();
+            let began = c.sf.stats.fast_recoveries > episodes_before;
+            let ended = before.ca_state == CaState::Recovery && (s.ca_state != CaState::Recovery || began);
+            let mut bound = before.cwnd_pkts + newly;
+            if ended {
+                bound = bound.max(before.ssthresh_pkts);
+            }
+            if linux && began {
+                // PRR's first ACK always lets the fast retransmission out.
+                bound = bound.max((c.sf.bytes_in_flight() as f64 / mss as f64).ceil() + 1.0);
+            }
+            if linux && s.ca_state == CaState::Recovery {
+                bound = bound.max(s.ssthresh_pkts);
+            }
+            proptest::prop_assert!(
+                s.cwnd_pkts <= bound + 1e-9,
+                "cwnd {} -> {} with {} newly delivered ({:?} from {:?}, {} linux {})",
+                before.cwnd_pkts, s.cwnd_pkts, newly, s.ca_state, before.ca_state, cc, linux
+            );
+            cum = new_cum;
+            let mut out = vec![];
+            c.drain_transmit(now, &mut out);
+            highest = out.iter().filter(|p| p.payload_bytes > 0).map(|p| seg_of(p.seq) + 1).fold(highest, u64::max);
+            now += SimDuration::from_millis(1);
+        }
+    }
 }

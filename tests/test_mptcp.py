@@ -285,7 +285,7 @@ def test_subflow_throughput_is_the_difference_of_delivered_bytes():
 def test_connections_table_has_its_schema():
     r = Results({"flows": {}}, {})
     assert list(r.connections.columns) == ["time_s", "flow", "connection", "side", "rcv_buffer_bytes", "ooo_bytes"]
-    assert SCHEMAS["subflows"].names[-1] == "reinjected_bytes"
+    assert SCHEMAS["subflows"].names[-3:] == ["reinjected_bytes", "timeouts", "fast_recoveries"]
 
 
 # ------------------------------------------------------------ on the engine

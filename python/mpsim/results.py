@@ -39,7 +39,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         [("time_s", F64), ("flow", STR), ("connection", I64), ("subflow", I64), ("side", STR),
          ("cwnd_bytes", F64), ("ssthresh_bytes", F64), ("srtt_s", F64),
          ("bytes_in_flight", I64), ("bytes_delivered", I64), ("retransmissions", I64),
-         ("reinjected_bytes", I64)]
+         ("reinjected_bytes", I64), ("timeouts", I64), ("fast_recoveries", I64)]
     ),
     "connections": pa.schema(
         [("time_s", F64), ("flow", STR), ("connection", I64), ("side", STR),

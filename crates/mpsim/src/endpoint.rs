@@ -2,6 +2,7 @@
 //! connection, behind one set of sans-IO calls.
 
 use mpsim_core::{Packet, SimTime};
+use mpsim_proto::tcp::Subflow;
 use mpsim_proto::{AppEvent, MptcpConnection, MptcpEvent, TcpConnection};
 
 pub(crate) enum EpKind {
@@ -90,12 +91,47 @@ impl EpKind {
         }
     }
 
-    /// Payload bytes retransmitted by this endpoint's subflows.
-    pub fn retransmitted_bytes(&self) -> u64 {
+    /// Loss-recovery counters of this endpoint's subflows, summed.
+    pub fn counters(&self) -> RecoveryCounters {
         match self {
-            EpKind::Tcp(c) => c.sf.stats.retransmitted_bytes,
-            EpKind::Mptcp(c) => c.subflows().map(|s| s.sf.stats.retransmitted_bytes).sum(),
-            EpKind::Closed => 0,
+            EpKind::Tcp(c) => RecoveryCounters::of(&c.sf),
+            EpKind::Mptcp(c) => c.subflows().map(|s| RecoveryCounters::of(s.sf)).fold(RecoveryCounters::default(), |a, b| a + b),
+            EpKind::Closed => RecoveryCounters::default(),
+        }
+    }
+}
+
+/// What one end's subflows did to recover from loss: the sender's
+/// retransmitted payload bytes, timeouts and fast recoveries, and the
+/// retransmissions its receiver got although it held them already (its
+/// peer's spurious retransmissions).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryCounters {
+    pub retransmitted_bytes: u64,
+    pub timeouts: u64,
+    pub fast_recoveries: u64,
+    pub spurious_retransmissions: u64,
+}
+
+impl RecoveryCounters {
+    pub fn of(sf: &Subflow) -> Self {
+        RecoveryCounters {
+            retransmitted_bytes: sf.stats.retransmitted_bytes,
+            timeouts: sf.stats.timeouts,
+            fast_recoveries: sf.stats.fast_recoveries,
+            spurious_retransmissions: sf.rcv.duplicate_segs,
+        }
+    }
+}
+
+impl std::ops::Add for RecoveryCounters {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        RecoveryCounters {
+            retransmitted_bytes: self.retransmitted_bytes + o.retransmitted_bytes,
+            timeouts: self.timeouts + o.timeouts,
+            fast_recoveries: self.fast_recoveries + o.fast_recoveries,
+            spurious_retransmissions: self.spurious_retransmissions + o.spurious_retransmissions,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! Application commands are carried out here; endpoint events become
 //! application inputs.
 
-use crate::endpoint::EpKind;
+use crate::endpoint::{EpKind, RecoveryCounters};
 use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
@@ -40,7 +40,7 @@ pub(crate) struct Endpoint {
     /// Client interface link the connection uses.
     pub client_link: LinkId,
     /// Final counters, kept when the connection is aborted.
-    pub retransmitted_bytes: u64,
+    pub counters: RecoveryCounters,
     pub delivered_bytes: u64,
 }
 
@@ -258,7 +258,7 @@ impl Simulation {
             generation: 0,
             scheduled: None,
             client_link,
-            retransmitted_bytes: 0,
+            counters: RecoveryCounters::default(),
             delivered_bytes: 0,
         });
         ep
@@ -497,7 +497,7 @@ impl Simulation {
 
     fn abort(&mut self, ep: u32) {
         let e = &mut self.endpoints[ep as usize];
-        e.retransmitted_bytes = e.kind.retransmitted_bytes();
+        e.counters = e.kind.counters();
         e.kind = EpKind::Closed;
         e.generation = e.generation.wrapping_add(1);
         e.scheduled = None;

@@ -2,7 +2,7 @@
 //! into column buffers (interfaces like ifstat, flows, subflows), request
 //! records, and the run summary of SCENARIO-FORMAT.md.
 
-use crate::endpoint::EpKind;
+use crate::endpoint::{EpKind, RecoveryCounters};
 use crate::sim::{Ev, Simulation};
 use crate::spec::{AppSpec, Spec, TransportSpec};
 use mpsim_core::{Packet, SimDuration, SimTime};
@@ -49,7 +49,9 @@ struct FlowCols {
 
 /// A summary path entry being added up: (client interface, server
 /// interface, client port), [delivered, retransmitted, reinjected] bytes, backup.
-type PathRow = ((String, String, u16), [u64; 3], bool);
+/// (client iface, server iface, client port or 0), (delivered, reinjected),
+/// loss-recovery counters, backup.
+type PathRow = ((String, String, u16), [u64; 2], RecoveryCounters, bool);
 
 /// What one subflow sample reads.
 struct SubflowRow<'a> {
@@ -82,6 +84,8 @@ struct SubflowCols {
     bytes_delivered: Vec<i64>,
     retransmissions: Vec<i64>,
     reinjected_bytes: Vec<i64>,
+    timeouts: Vec<i64>,
+    fast_recoveries: Vec<i64>,
 }
 
 impl SubflowCols {
@@ -103,6 +107,8 @@ impl SubflowCols {
         self.bytes_delivered.push(r.sf.stats.bytes_acked as i64);
         self.retransmissions.push(r.sf.stats.retransmitted_segs as i64);
         self.reinjected_bytes.push(r.reinjected_bytes as i64);
+        self.timeouts.push(r.sf.stats.timeouts as i64);
+        self.fast_recoveries.push(r.sf.stats.fast_recoveries as i64);
     }
 }
 
@@ -241,17 +247,18 @@ impl Simulation {
     /// subflows are listed one by one.
     fn subflow_summaries(&self, i: usize, dur_s: f64) -> (Vec<Value>, u64) {
         let f = &self.flows[i];
-        // (client iface, server iface, client port or 0) -> (delivered, retransmitted, reinjected, backup)
         let mut rows: Vec<PathRow> = Vec::new();
-        let mut add = |key: (String, String, u16), d: u64, r: u64, j: u64, b: bool| match rows.iter_mut().find(|x| x.0 == key) {
-            Some(x) => {
-                x.1[0] += d;
-                x.1[1] += r;
-                x.1[2] += j;
-                x.2 |= b;
-            }
-            None => rows.push((key, [d, r, j], b)),
-        };
+        let mut add =
+            |key: (String, String, u16), d: u64, c: RecoveryCounters, j: u64, b: bool| match rows.iter_mut().find(|x| x.0 == key)
+            {
+                Some(x) => {
+                    x.1[0] += d;
+                    x.1[1] += j;
+                    x.2 = x.2 + c;
+                    x.3 |= b;
+                }
+                None => rows.push((key, [d, j], c, b)),
+            };
         let server_iface = self.links[f.server_link.index()].name.clone();
         let mut retx_total = 0;
         for e in self.endpoints.iter().filter(|e| e.flow == i as u32) {
@@ -264,33 +271,36 @@ impl Simulation {
                         } else {
                             (s.sf.remote, s.sf.local, s.sf.remote_port)
                         };
-                        let retx = s.sf.stats.retransmitted_bytes;
-                        retx_total += retx;
+                        let c = RecoveryCounters::of(s.sf);
+                        retx_total += c.retransmitted_bytes;
                         let key = (self.link_name_of(client), self.link_name_of(server), port);
-                        add(key, if receiving { s.rx_bytes } else { 0 }, retx, s.reinjected_bytes, s.backup);
+                        add(key, if receiving { s.rx_bytes } else { 0 }, c, s.reinjected_bytes, s.backup);
                     }
                 }
                 kind => {
-                    let retx = match kind {
-                        EpKind::Closed => e.retransmitted_bytes,
-                        k => k.retransmitted_bytes(),
+                    let c = match kind {
+                        EpKind::Closed => e.counters,
+                        k => k.counters(),
                     };
-                    retx_total += retx;
+                    retx_total += c.retransmitted_bytes;
                     let key = (self.links[e.client_link.index()].name.clone(), server_iface.clone(), 0);
-                    add(key, if receiving { e.delivered_bytes } else { 0 }, retx, 0, false);
+                    add(key, if receiving { e.delivered_bytes } else { 0 }, c, 0, false);
                 }
             }
         }
         let is_mptcp = f.mptcp.is_some();
         let out = rows
             .iter()
-            .map(|((ci, si, _), [d, r, j], b)| {
+            .map(|((ci, si, _), [d, j], c, b)| {
                 let mut v = json!({
                     "client_interface": ci,
                     "server_interface": si,
                     "bytes_delivered": d,
                     "goodput_bps": rate_bps(*d, dur_s),
-                    "retransmitted_bytes": r,
+                    "retransmitted_bytes": c.retransmitted_bytes,
+                    "timeouts": c.timeouts,
+                    "fast_recoveries": c.fast_recoveries,
+                    "spurious_retransmissions": c.spurious_retransmissions,
                 });
                 if is_mptcp {
                     v["reinjected_bytes"] = json!(j);
@@ -341,6 +351,8 @@ impl Simulation {
                 ("bytes_delivered".into(), Column::I64(u.bytes_delivered.clone())),
                 ("retransmissions".into(), Column::I64(u.retransmissions.clone())),
                 ("reinjected_bytes".into(), Column::I64(u.reinjected_bytes.clone())),
+                ("timeouts".into(), Column::I64(u.timeouts.clone())),
+                ("fast_recoveries".into(), Column::I64(u.fast_recoveries.clone())),
             ],
         };
         let c = &s.connections;

@@ -19,6 +19,9 @@ pub struct Receiver {
     buf_bytes: u64,
     /// In-order bytes delivered to the application.
     pub delivered_bytes: u64,
+    /// Segments that arrived wholly already received: the peer's spurious
+    /// retransmissions (the network model never duplicates packets).
+    pub duplicate_segs: u64,
 }
 
 /// What one arriving segment did.
@@ -34,7 +37,15 @@ pub struct RecvOutcome {
 
 impl Receiver {
     pub fn new(rcv_nxt: u64, buf_bytes: u64) -> Self {
-        Receiver { rcv_nxt, ooo: VecDeque::new(), ooo_bytes: 0, recent: [None; 4], buf_bytes, delivered_bytes: 0 }
+        Receiver {
+            rcv_nxt,
+            ooo: VecDeque::new(),
+            ooo_bytes: 0,
+            recent: [None; 4],
+            buf_bytes,
+            delivered_bytes: 0,
+            duplicate_segs: 0,
+        }
     }
 
     /// Advertised window: free buffer space (the application reads at once,
@@ -54,8 +65,10 @@ impl Receiver {
     /// Accepts payload `[start, end)`.
     pub fn on_data(&mut self, start: u64, end: u64) -> RecvOutcome {
         if end <= self.rcv_nxt {
+            self.duplicate_segs += 1;
             return RecvOutcome { ack_now: true, ..Default::default() };
         }
+        self.duplicate_segs += self.holds(start, end) as u64;
         if end > self.rcv_nxt + self.buf_bytes {
             return RecvOutcome { ack_now: true, dropped: true, ..Default::default() };
         }
@@ -70,6 +83,12 @@ impl Receiver {
         }
         self.insert_ooo(start, end);
         RecvOutcome { ack_now: true, ..Default::default() }
+    }
+
+    /// `[start, end)` lies inside one out-of-order range.
+    fn holds(&self, start: u64, end: u64) -> bool {
+        let i = self.ooo.partition_point(|&(s, _)| s <= start);
+        i > 0 && self.ooo[i - 1].1 >= end
     }
 
     fn drain_ooo(&mut self) {
@@ -261,13 +280,16 @@ mod tests {
         ) {
             let mut r = Receiver::new(0, buf_bytes);
             let mut m = Model { held: vec![false; 3_200], rcv_nxt: 0, buf_bytes };
+            let mut duplicates = 0;
             for &(start, len) in &segs {
                 let end = start + len;
+                duplicates += (start..end).all(|b| b < m.rcv_nxt || m.held[b as usize]) as u64;
                 let ooo_before = start > m.rcv_nxt;
                 let (got, want) = (r.on_data(start, end), m.on_data(start, end));
                 proptest::prop_assert_eq!(got, want, "segment [{}, {})", start, end);
                 proptest::prop_assert_eq!(r.rcv_nxt, m.rcv_nxt);
                 proptest::prop_assert_eq!(r.delivered_bytes, m.rcv_nxt);
+                proptest::prop_assert_eq!(r.duplicate_segs, duplicates);
                 let ranges = m.ranges();
                 proptest::prop_assert_eq!(r.ooo.iter().copied().collect::<Vec<_>>(), ranges.clone());
                 proptest::prop_assert_eq!(r.ooo_bytes(), ranges.iter().map(|(s, e)| e - s).sum::<u64>());

@@ -1,0 +1,165 @@
+//! End-to-end checks of TCP's close, timers and loss response in the
+//! engine: what the sans-IO unit tests establish for one connection, seen
+//! on whole networks.
+
+use mpsim::testbed::{bdp_pkts, bernoulli, download, Dumbbell};
+use mpsim::{SimTime, Simulation};
+use serde_json::Value;
+
+fn sim_of(spec: &Value) -> Simulation {
+    Simulation::from_json(&spec.to_string()).expect("spec builds")
+}
+
+/// Packets sent on every link, both directions.
+fn packets_on_links(s: &Value) -> u64 {
+    let links = s["links"].as_object().expect("links");
+    links.values().flat_map(|l| ["a_to_b", "b_to_a"].map(|d| l[d]["packets"].as_u64().unwrap_or(0))).sum()
+}
+
+/// The first subflow row of flow `name`.
+fn path<'a>(s: &'a Value, name: &str) -> &'a Value {
+    &s["flows"][name]["subflows"][0]
+}
+
+fn count(s: &Value, name: &str, key: &str) -> u64 {
+    path(s, name)[key].as_u64().unwrap_or_else(|| panic!("{key} in {}", path(s, name)))
+}
+
+/// `spec` with the flows' minimum RTO left to their mode's default and
+/// `cc_mode` set.
+fn with_mode(mut spec: Value, mode: &str) -> Value {
+    for f in spec["flows"].as_array_mut().expect("flows") {
+        let f = f.as_object_mut().expect("flow");
+        f.remove("min_rto_ps");
+        f.insert("cc_mode".into(), mode.into());
+    }
+    spec
+}
+
+#[test]
+fn a_closed_download_sends_nothing_more() {
+    // The client's final ACK of the server's FIN reaches it, so the server
+    // never repeats its FIN; the client leaves TIME_WAIT after 60 s.
+    let mut d = Dumbbell::new(1, 10_000_000, 20.0, 100);
+    d.duration_s = 200.0;
+    let mut spec = d.spec();
+    spec["flows"][0]["app"] = download(Some(10_000));
+    let mut sim = sim_of(&spec);
+    sim.run_until(SimTime::from_secs_f64(5.0));
+    let early = sim.summary();
+    assert_eq!(early["flows"]["f0"]["bytes_delivered"].as_u64(), Some(10_000));
+    sim.run_until(SimTime::from_secs_f64(200.0));
+    let late = sim.summary();
+    assert_eq!(packets_on_links(&late), packets_on_links(&early));
+    assert!(sim.endpoint_lines().iter().all(|l| l.contains(" Closed ")), "{:#?}", sim.endpoint_lines());
+}
+
+#[test]
+fn newreno_recovers_a_slow_start_overshoot_without_one_repair_per_rtt() {
+    // Slow start into a small queue loses dozens of segments of one window.
+    // RFC 6582's Impatient timer ends that episode with one timeout; a
+    // timer restarted on every partial ACK repairs one hole per RTT.
+    let bw = 10_000_000;
+    let mut d = Dumbbell::new(1, bw, 50.0, 20);
+    d.sack = false;
+    d.duration_s = 20.0;
+    d.record = false;
+    for mode in ["reference", "linux"] {
+        let mut sim = sim_of(&with_mode(d.spec(), mode));
+        sim.run_until(SimTime::from_secs_f64(20.0));
+        let s = sim.summary();
+        let goodput = s["flows"]["f0"]["goodput_bps"].as_f64().unwrap_or(0.0);
+        assert!(goodput > 0.5 * bw as f64, "{mode}: {goodput} bit/s, {}", path(&s, "f0"));
+    }
+}
+
+/// Goodput of one reno flow with Bernoulli loss `p` on a path of `rtt_ms`
+/// (a large buffer: the loss is the only congestion signal), mean of
+/// `seeds` runs, and the spurious retransmissions and timeouts seen.
+fn reno_with_loss(mode: &str, rtt_ms: f64, p: f64, seeds: u64, duration_s: f64) -> (f64, u64, u64) {
+    let (mut goodput, mut spurious, mut timeouts) = (0.0, 0, 0);
+    for seed in 1..=seeds {
+        let mut d = Dumbbell::new(1, 100_000_000, rtt_ms / 2.0, 5_000);
+        d.loss = bernoulli(p);
+        d.delayed_ack = false;
+        d.duration_s = duration_s;
+        d.seed = seed;
+        d.record = false;
+        let mut sim = sim_of(&with_mode(d.spec(), mode));
+        sim.run_until(SimTime::from_secs_f64(duration_s));
+        let s = sim.summary();
+        goodput += s["flows"]["f0"]["goodput_bps"].as_f64().unwrap_or(0.0) / seeds as f64;
+        spurious += count(&s, "f0", "spurious_retransmissions");
+        timeouts += count(&s, "f0", "timeouts");
+    }
+    (goodput, spurious, timeouts)
+}
+
+#[test]
+fn reno_throughput_halves_when_the_rtt_doubles() {
+    // Mathis et al.: throughput ~ MSS / (RTT sqrt(p)). With an RTO that
+    // approaches the RTT, fast retransmits turn into spurious timeouts at
+    // long RTTs and the ratio falls well below one half.
+    for mode in ["reference", "linux"] {
+        let (g100, sp100, _) = reno_with_loss(mode, 100.0, 0.005, 4, 300.0);
+        let (g200, sp200, to200) = reno_with_loss(mode, 200.0, 0.005, 4, 300.0);
+        let ratio = g200 / g100;
+        assert!((0.45..=0.55).contains(&ratio), "{mode}: {g200} / {g100} = {ratio}");
+        assert_eq!(sp100 + sp200, 0, "{mode}: spurious retransmissions ({to200} timeouts at 200 ms)");
+    }
+}
+
+#[test]
+fn each_drop_is_repaired_once_at_a_long_rtt() {
+    // Ten reno flows at 120 ms base RTT through a BDP-sized queue: a fast
+    // retransmission restarts the timer, so repairs do not time out.
+    let bw = 10_000_000;
+    let mut d = Dumbbell::new(10, bw, 60.0, bdp_pkts(bw, 120.0));
+    d.duration_s = 120.0;
+    d.record = false;
+    for mode in ["reference", "linux"] {
+        let mut sim = sim_of(&with_mode(d.spec(), mode));
+        sim.run_until(SimTime::from_secs_f64(120.0));
+        let s = sim.summary();
+        let drops = s["links"]["bottleneck"]["a_to_b"]["drops"].as_u64().unwrap_or(0);
+        let (mut rtx_bytes, mut timeouts, mut recoveries, mut spurious) = (0, 0, 0, 0);
+        for i in 0..10 {
+            let f = format!("f{i}");
+            rtx_bytes += count(&s, &f, "retransmitted_bytes");
+            timeouts += count(&s, &f, "timeouts");
+            recoveries += count(&s, &f, "fast_recoveries");
+            spurious += count(&s, &f, "spurious_retransmissions");
+        }
+        let rtx_per_drop = rtx_bytes as f64 / 1448.0 / drops as f64;
+        assert!(drops > 100, "{mode}: {drops} drops");
+        assert!((0.99..=1.01).contains(&rtx_per_drop), "{mode}: {rtx_per_drop} retransmissions per drop");
+        assert_eq!(spurious, 0, "{mode}");
+        assert!(timeouts * 20 <= recoveries, "{mode}: {timeouts} timeouts, {recoveries} fast recoveries");
+    }
+}
+
+#[test]
+fn a_burst_after_recovery_does_not_overflow_the_sender_s_own_queue() {
+    // One cumulative ACK after a long recovery covers thousands of SACKed
+    // segments; only what it newly delivers may grow the window, or the
+    // burst overflows the sender's access queue.
+    let bw = 1_000_000_000;
+    let mut d = Dumbbell::new(4, bw, 10.0, bdp_pkts(bw, 20.0));
+    d.duration_s = 10.0;
+    d.record = false;
+    for mode in ["reference", "linux"] {
+        let mut spec = with_mode(d.spec(), mode);
+        for l in spec["links"].as_array_mut().expect("links") {
+            if l["name"].as_str().is_some_and(|n| n.starts_with('a')) {
+                l["a_to_b"]["queue"] = serde_json::json!({"packets": 1000});
+            }
+        }
+        let mut sim = sim_of(&spec);
+        sim.run_until(SimTime::from_secs_f64(10.0));
+        let s = sim.summary();
+        for i in 0..4 {
+            let drops = s["links"][format!("a{i}")]["a_to_b"]["drops"].as_u64().unwrap_or(0);
+            assert_eq!(drops, 0, "{mode}: access link a{i}");
+        }
+    }
+}

@@ -246,7 +246,7 @@ def test_defaults_are_filled(tmp_path):
     assert flow["name"] == "flow1"
     assert flow["rcvbuf_bytes"] == 6_291_456
     assert (flow["delayed_ack_ps"], flow["min_rto_ps"], flow["initial_cwnd_pkts"]) == (40 * 10**9, None, 10)
-    assert (flow["initial_ssthresh_pkts"], flow["time_wait_ps"]) == (None, None)
+    assert (flow["initial_ssthresh_pkts"], flow["time_wait_ps"], flow["timestamps"]) == (None, None, None)
     assert (flow["cc"], flow["cc_mode"], flow["sack"]) == ("reno", "reference", True)
 
 

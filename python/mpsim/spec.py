@@ -116,6 +116,7 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
         "initial_cwnd_pkts": flow.initial_cwnd_pkts,
         "initial_ssthresh_pkts": flow.initial_ssthresh_pkts,
         "time_wait_ps": flow.time_wait_ps,
+        "timestamps": flow.timestamps,
         "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
         "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
     }

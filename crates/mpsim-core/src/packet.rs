@@ -28,6 +28,21 @@ impl TcpFlags {
     }
 }
 
+/// The TCP timestamps option (RFC 7323): the sender's clock and the
+/// echo of the peer's, in milliseconds (Linux's TSval clock, 1000 Hz).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Timestamps {
+    pub val_ms: u32,
+    pub ecr_ms: u32,
+}
+
+impl Timestamps {
+    /// The TSval clock at `t`: milliseconds, wrapping at 2^32.
+    pub fn clock_ms(t: crate::SimTime) -> u32 {
+        (t.as_ps() / crate::time::PS_PER_MS) as u32
+    }
+}
+
 /// Up to three SACK blocks `[start, end)` in relative sequence numbers,
 /// most recently changed first (RFC 2018).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -101,6 +116,9 @@ pub struct Packet {
     /// Advertised receive window, in bytes (window scaling is implicit).
     pub wnd_bytes: u64,
     pub sack: SackBlocks,
+    /// The timestamps option, when the connection negotiated it. Its 12
+    /// bytes are part of every segment's header size either way.
+    pub ts: Option<Timestamps>,
     /// Application bytes carried.
     pub payload_bytes: u32,
     /// Bytes on the wire, headers included; what links serialise and queues count.

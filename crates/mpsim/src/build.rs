@@ -258,6 +258,7 @@ impl Simulation {
             delayed_ack_timeout: SimDuration(f.delayed_ack_ps),
             min_rto: f.min_rto_ps.map_or(defaults.min_rto, SimDuration),
             time_wait: f.time_wait_ps.map_or(defaults.time_wait, SimDuration),
+            timestamps: f.timestamps.unwrap_or(defaults.timestamps),
             initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
             initial_ssthresh_pkts: f.initial_ssthresh_pkts.map(|p| p.max(1)),
             rcvbuf_bytes: f.rcvbuf_bytes,

@@ -20,8 +20,8 @@ use mpsim_core::checksum::{fold, sum_be16};
 use std::io::{self, Write};
 
 use mpsim_core::mptcp::{Dss, MpOption, MptcpOpts, MAX_REMOVE_IDS};
-use mpsim_core::time::{PS_PER_MS, PS_PER_NS};
-use mpsim_core::{Addr, Packet, Proto, SackBlocks, SimTime, TcpFlags};
+use mpsim_core::time::PS_PER_NS;
+use mpsim_core::{Addr, Packet, Proto, SackBlocks, SimTime, TcpFlags, Timestamps};
 use mpsim_proto::mptcp::crypto;
 
 /// Classic pcap magic for nanosecond timestamps.
@@ -254,13 +254,13 @@ fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
     let floor = if syn { SYN_BLOCK_NO_TS_BYTES } else { 0 };
     let mptcp = pkt.ext.mptcp().map_or_else(Vec::new, |m| mptcp_options(m, pkt.payload_bytes, TCP_MAX_OPTION_BYTES - floor));
     let mptcp_bytes = pad4(mptcp.len());
-    // RFC 7323: TSval is a clock of our choosing (ms here, wrapping); the
-    // writer keeps no state to echo the peer's, so TSecr is 0.
-    let ts_val = (time.as_ps() / PS_PER_MS) as u32;
+    // RFC 7323: the segment's own option where the connection negotiated
+    // it; otherwise TSval is the same millisecond clock and TSecr 0.
+    let ts = pkt.ts.unwrap_or(Timestamps { val_ms: Timestamps::clock_ms(time), ecr_ms: 0 });
     let mut out = Vec::with_capacity(TCP_MAX_OPTION_BYTES);
     if syn {
         let with_ts = SYN_BLOCK_BYTES + mptcp_bytes <= TCP_MAX_OPTION_BYTES;
-        push_syn_options(&mut out, with_ts.then_some(ts_val));
+        push_syn_options(&mut out, with_ts.then_some(ts));
     } else {
         let mut sack_blocks = pkt.sack.len.min(3) as usize;
         let sack_bytes = |n: usize| if n == 0 { 0 } else { 4 + 8 * n };
@@ -269,8 +269,8 @@ fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
         }
         if TIMESTAMP_BLOCK_BYTES + mptcp_bytes <= TCP_MAX_OPTION_BYTES {
             out.extend_from_slice(&[OPT_NOP, OPT_NOP, OPT_TIMESTAMPS, 10]);
-            out.extend_from_slice(&ts_val.to_be_bytes());
-            out.extend_from_slice(&0u32.to_be_bytes());
+            out.extend_from_slice(&ts.val_ms.to_be_bytes());
+            out.extend_from_slice(&ts.ecr_ms.to_be_bytes());
         }
         push_sack(&mut out, &pkt.sack, sack_blocks, peer_isn(pkt));
     }
@@ -281,14 +281,14 @@ fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
 
 /// Linux's SYN layout: MSS, SACK-permitted + timestamps, NOP + window
 /// scale (20 bytes); without timestamps, NOPs align the SACK-permitted.
-fn push_syn_options(out: &mut Vec<u8>, ts_val: Option<u32>) {
+fn push_syn_options(out: &mut Vec<u8>, ts: Option<Timestamps>) {
     out.extend_from_slice(&[OPT_MSS, 4]);
     out.extend_from_slice(&SYN_MSS_BYTES.to_be_bytes());
-    match ts_val {
+    match ts {
         Some(ts) => {
             out.extend_from_slice(&[OPT_SACK_PERMITTED, 2, OPT_TIMESTAMPS, 10]);
-            out.extend_from_slice(&ts.to_be_bytes());
-            out.extend_from_slice(&0u32.to_be_bytes());
+            out.extend_from_slice(&ts.val_ms.to_be_bytes());
+            out.extend_from_slice(&ts.ecr_ms.to_be_bytes());
         }
         None => out.extend_from_slice(&[OPT_NOP, OPT_NOP, OPT_SACK_PERMITTED, 2]),
     }

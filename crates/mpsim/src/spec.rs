@@ -184,6 +184,9 @@ pub struct FlowSpec {
     /// None: the mode's default (`TcpConfig::for_mode`).
     #[serde(default)]
     pub min_rto_ps: Option<u64>,
+    /// None: the mode's default (on in linux mode).
+    #[serde(default)]
+    pub timestamps: Option<bool>,
     /// None: Linux's 60 s.
     #[serde(default)]
     pub time_wait_ps: Option<u64>,

@@ -90,6 +90,10 @@ pub struct TcpConfig {
     /// during SACK recovery; off, the window is ssthresh for the whole
     /// episode (RFC 6675). Scenario flows have it on in linux mode only.
     pub prr: bool,
+    /// Offer and use the timestamps option (RFC 7323): RTT samples from
+    /// echoed timestamps where Karn's rule allows none (Linux
+    /// `tcp_ack_update_rtt`). On in linux mode, as Linux's tcp_timestamps.
+    pub timestamps: bool,
     /// How long the side that closed first stays in TIME_WAIT (RFC 9293
     /// 2 MSL; Linux `TCP_TIMEWAIT_LEN`, 60 s).
     pub time_wait: SimDuration,
@@ -102,7 +106,13 @@ impl TcpConfig {
     pub fn for_mode(mode: CcMode) -> Self {
         match mode {
             CcMode::Reference => TcpConfig::default(),
-            CcMode::Linux => TcpConfig { cc_mode: mode, prr: true, min_rto: SimDuration::from_millis(200), ..Default::default() },
+            CcMode::Linux => TcpConfig {
+                cc_mode: mode,
+                prr: true,
+                timestamps: true,
+                min_rto: SimDuration::from_millis(200),
+                ..Default::default()
+            },
         }
     }
 }
@@ -126,6 +136,7 @@ impl Default for TcpConfig {
             cc_mode: CcMode::Reference,
             prr: false,
             time_wait: SimDuration::from_secs(60),
+            timestamps: false,
         }
     }
 }

@@ -8,7 +8,7 @@ use super::rtt::RttEstimator;
 use super::scoreboard::{SackedInfo, Scoreboard, Seg, NO_TAG};
 use super::{AppEvent, TcpConfig, TcpState, SYN_OPTION_BYTES};
 use mpsim_cc::{AckSample, CaState, CcMode, CongestionController, Controller, SubflowCc};
-use mpsim_core::{Addr, Packet, Proto, SimDuration, SimTime, TcpFlags};
+use mpsim_core::{Addr, Packet, Proto, SimDuration, SimTime, TcpFlags, Timestamps};
 use std::collections::VecDeque;
 
 /// The connection-owned congestion state a subflow works with.
@@ -75,6 +75,12 @@ pub struct Subflow {
     was_synchronised: bool,
     /// A reset to send for a segment that arrived after the close.
     reset_reply: Option<Packet>,
+    /// Both ends use the timestamps option (RFC 7323 section 3.2).
+    ts_on: bool,
+    /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
+    ts_recent_ms: u32,
+    /// Last.ACK.sent: the acknowledgement of the last segment built.
+    last_ack_sent: u64,
     recovery_point: u64,
     dupacks: u32,
     force_rtx: bool,
@@ -205,6 +211,9 @@ impl Subflow {
             time_wait_at: None,
             was_synchronised: false,
             reset_reply: None,
+            ts_on: false,
+            ts_recent_ms: 0,
+            last_ack_sent: 0,
             recovery_point: 0,
             dupacks: 0,
             force_rtx: false,
@@ -239,6 +248,7 @@ impl Subflow {
     pub fn accept(cfg: TcpConfig, syn: &Packet) -> Self {
         let mut s = Self::new(cfg, (syn.dst, syn.dport), (syn.src, syn.sport), TcpState::SynReceived, false);
         s.rcv = Receiver::new(syn.seq + 1, cfg.rcvbuf_bytes);
+        s.negotiate_timestamps(syn);
         s.peer_wnd_right = syn.wnd_bytes.max(1);
         s
     }
@@ -536,6 +546,7 @@ impl Subflow {
                 }
             }
         }
+        self.note_timestamp(pkt);
         if pkt.flags.has(TcpFlags::ACK) {
             self.on_ack(now, pkt, cc);
         }
@@ -548,9 +559,45 @@ impl Subflow {
             return;
         }
         self.rcv = Receiver::new(pkt.seq + 1, self.cfg.rcvbuf_bytes);
+        self.negotiate_timestamps(pkt);
         self.peer_wnd_right = 1 + pkt.wnd_bytes;
         self.established(now, cc);
         self.ack_pending = true;
+    }
+
+    /// RFC 7323 section 3.2: the option is used when both SYNs carry it.
+    fn negotiate_timestamps(&mut self, syn: &Packet) {
+        if let Some(ts) = syn.ts.filter(|_| self.cfg.timestamps) {
+            self.ts_on = true;
+            self.ts_recent_ms = ts.val_ms;
+        }
+    }
+
+    /// RFC 7323 section 4.3 (Linux `tcp_replace_ts_recent`): a segment at
+    /// or left of the last acknowledgement sent updates TS.Recent, so a
+    /// delayed ACK echoes the earliest segment it covers and one after a
+    /// hole the segment that filled it.
+    fn note_timestamp(&mut self, pkt: &Packet) {
+        if let Some(ts) = pkt.ts.filter(|_| self.ts_on) {
+            let newer = ts.val_ms.wrapping_sub(self.ts_recent_ms) as i32 >= 0;
+            if newer && pkt.seq <= self.last_ack_sent {
+                self.ts_recent_ms = ts.val_ms;
+            }
+        }
+    }
+
+    /// Linux `tcp_rtt_tsopt_us`: the RTT an echoed timestamp gives, in
+    /// whole milliseconds; 1 µs when under one.
+    fn ts_rtt(&self, now: SimTime, pkt: &Packet) -> Option<SimDuration> {
+        let ecr = pkt.ts.filter(|t| self.ts_on && t.ecr_ms != 0)?.ecr_ms;
+        let delta_ms = Timestamps::clock_ms(now).wrapping_sub(ecr);
+        (delta_ms < i32::MAX as u32).then(|| {
+            if delta_ms == 0 {
+                SimDuration::from_micros(1)
+            } else {
+                SimDuration::from_millis(delta_ms as u64)
+            }
+        })
     }
 
     fn established(&mut self, now: SimTime, cc: &mut CcCtx) {
@@ -597,7 +644,8 @@ impl Subflow {
             }
         }
         if ack > self.snd_una {
-            self.on_new_ack(now, ack, sacked, delivered_before, cc);
+            let ts_rtt = self.ts_rtt(now, pkt);
+            self.on_new_ack(now, ack, sacked, delivered_before, ts_rtt, cc);
         } else if let Some(t) = sacked.oldest {
             let ca = sacked.newest.map_or(now - t, |n| now - n);
             self.take_rtt_sample(now, now - t, ca, cc);
@@ -630,7 +678,15 @@ impl Subflow {
         cc.ctrl.on_rtt_sample(cc.subs, cc.r, ca, now);
     }
 
-    fn on_new_ack(&mut self, now: SimTime, ack: u64, sacked: SackedInfo, delivered_before: u64, cc: &mut CcCtx) {
+    fn on_new_ack(
+        &mut self,
+        now: SimTime,
+        ack: u64,
+        sacked: SackedInfo,
+        delivered_before: u64,
+        ts_rtt: Option<SimDuration>,
+        cc: &mut CcCtx,
+    ) {
         let info = self.sb.cum_ack(ack);
         let acked_bytes = ack - self.snd_una;
         self.snd_una = ack;
@@ -643,8 +699,10 @@ impl Subflow {
         }
         // Linux: the cumulative sample, else one from newly SACKed data;
         // for controllers, the newest SACKed, else the newest acknowledged.
-        let rtt = info.rtt_from.or(sacked.oldest).map(|t| now - t);
-        let ca_rtt = sacked.newest.or(info.ca_rtt_from).map(|t| now - t);
+        // Where Karn's rule gives none, an echoed timestamp does (Linux
+        // `tcp_ack_update_rtt`), for the estimator and controllers alike.
+        let rtt = info.rtt_from.or(sacked.oldest).map(|t| now - t).or(ts_rtt);
+        let ca_rtt = sacked.newest.or(info.ca_rtt_from).map(|t| now - t).or(ts_rtt);
         if let Some(r) = rtt {
             self.take_rtt_sample(now, r, ca_rtt.unwrap_or(r), cc);
         }
@@ -1146,6 +1204,12 @@ impl Subflow {
         } else {
             self.last_send = now;
         }
+        let ack = if f & TcpFlags::ACK != 0 { self.rcv.rcv_nxt } else { 0 };
+        self.last_ack_sent = ack;
+        // Our SYN offers the option; later segments carry it once agreed.
+        let offer = self.cfg.timestamps && flags & TcpFlags::SYN != 0 && self.is_client;
+        let ts = (self.ts_on || offer)
+            .then(|| Timestamps { val_ms: Timestamps::clock_ms(now), ecr_ms: if self.ts_on { self.ts_recent_ms } else { 0 } });
         Packet {
             src: self.local,
             dst: self.remote,
@@ -1154,7 +1218,8 @@ impl Subflow {
             proto: Proto::Tcp,
             flags: TcpFlags(f),
             seq,
-            ack: if f & TcpFlags::ACK != 0 { self.rcv.rcv_nxt } else { 0 },
+            ack,
+            ts,
             wnd_bytes: self.adv_wnd_override.unwrap_or_else(|| self.rcv.window_bytes()),
             sack,
             payload_bytes: payload,

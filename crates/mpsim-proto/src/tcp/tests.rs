@@ -672,6 +672,7 @@ fn sending_client_at(cfg: TcpConfig, cc: &str, t: SimTime) -> (TcpConnection, Ve
     let syn = c.poll_transmit(SimTime::ZERO).unwrap();
     let mut syn_ack = rst_reply(&syn, 66);
     syn_ack.flags = TcpFlags(TcpFlags::SYN | TcpFlags::ACK);
+    syn_ack.ts = syn.ts.map(|t| mpsim_core::Timestamps { val_ms: 5, ecr_ms: t.val_ms });
     syn_ack.wnd_bytes = 1 << 30;
     c.handle_segment(t, &syn_ack);
     c.send_unlimited();
@@ -891,5 +892,28 @@ proptest::proptest! {
             highest = out.iter().filter(|p| p.payload_bytes > 0).map(|p| seg_of(p.seq) + 1).fold(highest, u64::max);
             now += SimDuration::from_millis(1);
         }
+    }
+}
+
+#[test]
+fn an_echoed_timestamp_gives_an_rtt_sample_where_karn_forbids_one() {
+    for (timestamps, expected) in [(true, Some(SimDuration::from_millis(30))), (false, None)] {
+        let cfg = TcpConfig { timestamps, ..linux_prr() };
+        let (mut c, first) = sending_client(cfg, "reno");
+        assert_eq!(first[0].ts.is_some(), timestamps);
+        // The whole window times out; the head goes again at the RTO.
+        let rto_at = c.poll_timeout().unwrap();
+        c.handle_timeout(rto_at);
+        let mut out = vec![];
+        c.drain_transmit(rto_at, &mut out);
+        let rtx = out[0];
+        assert_eq!(rtx.seq, 1);
+        let latest = c.sf.rtt.latest;
+        // Its ACK, 30 ms later, echoes the retransmission's TSval.
+        let mut ack = ack_of(1 + 1448, &[]);
+        ack.ts = rtx.ts.map(|t| mpsim_core::Timestamps { val_ms: 7, ecr_ms: t.val_ms });
+        c.handle_segment(rto_at + SimDuration::from_millis(30), &ack);
+        let sample = c.sf.rtt.latest.filter(|_| c.sf.rtt.latest != latest);
+        assert_eq!(sample, expected, "timestamps {timestamps}");
     }
 }

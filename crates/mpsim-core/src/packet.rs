@@ -22,9 +22,31 @@ impl TcpFlags {
     pub const RST: u8 = 0x04;
     pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
+    /// ECN-Echo (RFC 3168 section 6.1).
+    pub const ECE: u8 = 0x40;
+    /// Congestion Window Reduced (RFC 3168 section 6.1).
+    pub const CWR: u8 = 0x80;
 
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
+    }
+}
+
+/// The ECN field of the IP header (RFC 3168 section 5), with its wire values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IpEcn {
+    #[default]
+    NotEct = 0b00,
+    Ect1 = 0b01,
+    Ect0 = 0b10,
+    /// Congestion Experienced: set by a router's queue instead of a drop.
+    Ce = 0b11,
+}
+
+impl IpEcn {
+    /// The packet may be marked instead of dropped (ECT(0), ECT(1) or already CE).
+    pub fn is_ect(self) -> bool {
+        self != IpEcn::NotEct
     }
 }
 
@@ -106,6 +128,8 @@ pub struct Packet {
     /// Bytes on the wire, headers included; what links serialise and queues count.
     pub wire_bytes: u32,
     pub ext: PacketExt,
+    /// The IP header's ECN codepoint.
+    pub ecn: IpEcn,
 }
 
 impl Packet {

@@ -8,12 +8,14 @@
 //! benchmark case's instructions (docs/performance.md).
 
 mod connection;
+mod ecn;
 mod recv;
 mod rtt;
 mod scoreboard;
 mod subflow;
 
 pub use connection::TcpConnection;
+pub use ecn::Ecn;
 pub use recv::{Receiver, RecvOutcome};
 pub use rtt::RttEstimator;
 pub use scoreboard::{AckedInfo, Scoreboard, Seg};
@@ -86,6 +88,9 @@ pub struct TcpConfig {
     /// during SACK recovery; off, the window is ssthresh for the whole
     /// episode (RFC 6675). Scenario flows have it on in linux mode only.
     pub prr: bool,
+    /// Ask for ECN in the SYN (RFC 3168; Linux tcp_ecn = 1). A server
+    /// accepts a request whatever this says (tcp_ecn = 2, the default).
+    pub ecn: bool,
 }
 
 impl Default for TcpConfig {
@@ -105,6 +110,7 @@ impl Default for TcpConfig {
             syn_retries: 6,
             cc_mode: CcMode::Reference,
             prr: false,
+            ecn: false,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! FIN teardown. The congestion window and the controller live with the
 //! connection (`CcCtx`), so coupled controllers can see every subflow.
 
+use super::ecn::Ecn;
 use super::recv::Receiver;
 use super::rtt::RttEstimator;
 use super::scoreboard::{Scoreboard, Seg, NO_TAG};
@@ -94,6 +95,8 @@ pub struct Subflow {
     /// Window to advertise instead of the subflow buffer's (MPTCP: the
     /// connection-level window, spec section 7).
     adv_wnd_override: Option<u64>,
+    /// RFC 3168 state (negotiation, echo, CWR).
+    pub ecn: Ecn,
 }
 
 /// The next segment `poll_transmit` sends.
@@ -205,6 +208,7 @@ impl Subflow {
             events: VecDeque::new(),
             stats: SubflowStats::default(),
             adv_wnd_override: None,
+            ecn: Ecn::new(cfg.ecn),
         }
     }
 
@@ -218,6 +222,7 @@ impl Subflow {
         let mut s = Self::new(cfg, (syn.dst, syn.dport), (syn.src, syn.sport), TcpState::SynReceived, false);
         s.rcv = Receiver::new(syn.seq + 1, cfg.rcvbuf_bytes);
         s.peer_wnd_right = syn.wnd_bytes.max(1);
+        s.ecn.on_syn(syn);
         s
     }
 
@@ -495,6 +500,7 @@ impl Subflow {
         }
         self.rcv = Receiver::new(pkt.seq + 1, self.cfg.rcvbuf_bytes);
         self.peer_wnd_right = 1 + pkt.wnd_bytes;
+        self.ecn.on_syn_ack(pkt);
         self.established(now, cc);
         self.ack_pending = true;
     }
@@ -538,6 +544,7 @@ impl Subflow {
                 }
             }
         }
+        self.on_ecn_echo(pkt, cc);
         if ack > self.snd_una {
             self.on_new_ack(now, ack, sack_rtt_from, cc);
         } else if let Some(t) = sack_rtt_from {
@@ -557,6 +564,29 @@ impl Subflow {
         }
         self.sync_cc(cc);
         self.check_send_complete();
+    }
+
+    /// RFC 3168 section 6.1.2, as Linux `tcp_enter_cwr`: an echo reduces
+    /// the window once per window of data (ssthresh from the controller,
+    /// cwnd down to it at once; Linux spreads the cut with PRR), and CWR
+    /// ends when data sent after the reduction is acknowledged
+    /// (`tcp_fastretrans_alert`).
+    fn on_ecn_echo(&mut self, pkt: &Packet, cc: &mut CcCtx) {
+        if cc.me().ca_state == CaState::Cwr && pkt.ack > self.ecn.high_seq {
+            cc.set_state(CaState::Open);
+        }
+        if !self.ecn.echoed(pkt) || !matches!(cc.me().ca_state, CaState::Open | CaState::Disorder) {
+            return;
+        }
+        self.sync_cc(cc);
+        cc.me().flight_pkts = self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64;
+        let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+        let s = cc.me();
+        s.ssthresh_pkts = ss;
+        s.cwnd_pkts = s.cwnd_pkts.min(ss);
+        s.cwnd_cnt = 0;
+        self.ecn.on_reduced(self.snd_nxt);
+        cc.set_state(CaState::Cwr);
     }
 
     #[inline(always)]
@@ -715,13 +745,14 @@ impl Subflow {
     // ----- receiver -----
 
     fn on_data(&mut self, now: SimTime, pkt: &Packet) {
+        let ce_ack_now = self.ecn.on_segment(pkt);
         if pkt.payload_bytes > 0 {
             let start = pkt.seq;
             let out = self.rcv.on_data(start, start + pkt.payload_bytes as u64);
             if out.delivered > 0 {
                 self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
             }
-            self.schedule_ack(now, out.ack_now);
+            self.schedule_ack(now, out.ack_now || ce_ack_now);
         }
         if pkt.flags.has(TcpFlags::FIN) {
             self.peer_fin_seq = Some(pkt.seq + pkt.payload_bytes as u64);
@@ -969,7 +1000,9 @@ impl Subflow {
         });
         self.stats.bytes_sent += len;
         self.after_send(now);
-        self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now)
+        let mut p = self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now);
+        self.ecn.on_new_data(&mut p);
+        p
     }
 
     fn fin_segment(&mut self, now: SimTime) -> Packet {
@@ -1033,7 +1066,7 @@ impl Subflow {
         } else {
             self.last_send = now;
         }
-        Packet {
+        let mut p = Packet {
             src: self.local,
             dst: self.remote,
             sport: self.local_port,
@@ -1047,7 +1080,10 @@ impl Subflow {
             payload_bytes: payload,
             wire_bytes: payload + self.cfg.header_bytes + sack.option_bytes(),
             ext: Default::default(),
-        }
+            ecn: Default::default(),
+        };
+        self.ecn.on_build(&mut p);
+        p
     }
 }
 

@@ -1,0 +1,162 @@
+//! Queue disciplines and ECN end to end: RED and random drop break the
+//! phase effects of drop-tail at a shared bottleneck, RED with ECN marks
+//! instead of dropping and every byte still arrives once, CoDel holds the
+//! standing queue near its target. Figures are in docs/validation.md
+//! ("Drop-tail phase effects"; `cargo test --release -p mpsim --test aqm
+//! -- --ignored --nocapture phase_effect_figures` prints them).
+
+use mpsim::testbed::{download, run, Dumbbell, SharedBottleneck, PS_PER_S};
+use serde_json::{json, Value};
+
+/// A one-subflow MPTCP connection and a TCP flow sharing a bottleneck
+/// (identical RTTs; the MPTCP packets are only longer by their options).
+fn one_subflow_vs_tcp(qdisc: Option<Value>, jitter_ms: f64, seed: u64) -> Value {
+    let mut b = SharedBottleneck::new("lia");
+    b.duration_s = 120.0;
+    b.seed = seed;
+    b.access_jitter_ms = jitter_ms;
+    let mut spec = b.spec();
+    spec["flows"][0]["client_interfaces"] = json!(["mc1"]);
+    if let Some(q) = qdisc {
+        let bn =
+            spec["links"].as_array_mut().expect("links").iter_mut().find(|l| l["name"] == "bottleneck").expect("bottleneck link");
+        bn["a_to_b"]["qdisc"] = q.clone();
+        bn["b_to_a"]["qdisc"] = q;
+    }
+    spec
+}
+
+/// MPTCP goodput over TCP goodput.
+fn ratio(spec: &Value) -> f64 {
+    let (_, s) = run(spec).expect("spec builds");
+    let g = |f: &str| s["flows"][f]["goodput_bps"].as_f64().expect("summary field");
+    g("mptcp") / g("tcp")
+}
+
+fn red(ecn: bool) -> Value {
+    // The bottleneck holds 34 packets (one BDP).
+    json!({"kind": "red", "min_th": {"packets": 5}, "max_th": {"packets": 17}, "max_p": 0.1, "ecn": ecn})
+}
+
+fn random_drop() -> Value {
+    json!({"kind": "random_drop", "region": {"packets": 3}, "p": 0.1})
+}
+
+fn mean_ratio(qdisc: Option<Value>, jitter_ms: f64, seeds: u64) -> f64 {
+    (1..=seeds).map(|s| ratio(&one_subflow_vs_tcp(qdisc.clone(), jitter_ms, s))).sum::<f64>() / seeds as f64
+}
+
+/// Drop-tail phase-locks the two flows: the MPTCP connection, whose
+/// packets are longer by their MPTCP options, gets about 1.29 times the TCP flow's share
+/// on every seed. RED's random early drops remove the bias; htsim's random
+/// drop only in part (its drops still fall on the packets that arrive when
+/// the queue is high, and overflow drops remain).
+#[test]
+fn red_and_random_drop_reduce_the_drop_tail_phase_effect() {
+    let droptail = mean_ratio(None, 0.0, 3);
+    assert!(droptail > 1.2, "drop-tail phase effect not reproduced: {droptail}");
+    let red = mean_ratio(Some(red(false)), 0.0, 3);
+    assert!((red - 1.0).abs() < 0.08, "red: {red} (drop-tail {droptail})");
+    let random = mean_ratio(Some(random_drop()), 0.0, 3);
+    assert!(random < droptail - 0.08, "random drop: {random} (drop-tail {droptail})");
+}
+
+/// Prints the figures of docs/validation.md.
+#[test]
+#[ignore]
+fn phase_effect_figures() {
+    for (name, q, j) in [
+        ("droptail", None, 0.0),
+        ("droptail + 2 ms jitter", None, 2.0),
+        ("red", Some(red(false)), 0.0),
+        ("random_drop (htsim: top 3 pkt, p 0.1)", Some(random_drop()), 0.0),
+        ("random_drop (top 10 pkt, p 0.1)", Some(json!({"kind": "random_drop", "region": {"packets": 10}, "p": 0.1})), 0.0),
+        ("random_drop (top 17 pkt, p 0.05)", Some(json!({"kind": "random_drop", "region": {"packets": 17}, "p": 0.05})), 0.0),
+        ("red + ecn (tcp ecn off)", Some(red(true)), 0.0),
+        ("codel", Some(json!({"kind": "codel"})), 0.0),
+        ("fq_codel", Some(json!({"kind": "fq_codel"})), 0.0),
+    ] {
+        let rs: Vec<f64> = (1..=5).map(|s| ratio(&one_subflow_vs_tcp(q.clone(), j, s))).collect();
+        let mean = rs.iter().sum::<f64>() / rs.len() as f64;
+        println!("{name}: mean {mean:.3} per seed {rs:.3?}");
+    }
+}
+
+/// A dumbbell with one long TCP download over a bottleneck running `qdisc`.
+fn dumbbell(qdisc: Value, ecn: bool, size_bytes: Option<u64>) -> Value {
+    // A deep buffer: slow start does not overflow it before RED reacts.
+    let mut d = Dumbbell::new(1, 10_000_000, 20.0, 1000);
+    d.duration_s = 30.0;
+    d.record = false;
+    let mut spec = d.spec();
+    spec["links"][0]["a_to_b"]["qdisc"] = qdisc;
+    spec["flows"][0]["ecn"] = json!(ecn);
+    spec["flows"][0]["app"] = download(size_bytes);
+    spec
+}
+
+#[test]
+fn red_with_ecn_marks_instead_of_dropping_and_delivers_every_byte_once() {
+    let size = 20_000_000;
+    let q = json!({"kind": "red", "min_th": {"packets": 5}, "max_th": {"packets": 30}, "max_p": 0.1, "ecn": true});
+    let (_, with_ecn) = run(&dumbbell(q.clone(), true, Some(size))).expect("spec builds");
+    let (_, without) = run(&dumbbell(q, false, Some(size))).expect("spec builds");
+    let bn = |s: &Value| s["links"]["bottleneck"]["a_to_b"].clone();
+    let (e, n) = (bn(&with_ecn), bn(&without));
+    println!("with ECN {e}\nwithout {n}");
+    assert!(e["ecn_marks"].as_u64().expect("summary field") > 20, "{e}");
+    assert!(n["queue_drops"].as_u64().expect("summary field") > 20, "{n}");
+    assert_eq!(n["ecn_marks"].as_u64(), Some(0));
+    // Marked, not dropped: at most a few forced drops.
+    assert!(
+        e["queue_drops"].as_u64().expect("summary field") * 10 < n["queue_drops"].as_u64().expect("summary field"),
+        "{e} {n}"
+    );
+    let f = &with_ecn["flows"]["f0"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f}");
+    assert!(f["completion_time_s"].as_f64().is_some(), "{f}");
+    // The link carries each data segment once: no retransmissions.
+    assert_eq!(f["subflows"][0]["retransmitted_bytes"].as_u64(), Some(0), "{f}");
+}
+
+/// Mean smoothed RTT of the data sender (the server) after `from_s`.
+fn sender_srtt_s(sim: &mpsim::Simulation, from_s: f64) -> f64 {
+    use mpsim::report_column::Column;
+    let traces = sim.traces();
+    let t = &traces.iter().find(|(n, _)| n == "subflows").expect("subflows table").1;
+    let col = |name: &str| t.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("column");
+    let (Column::F64(time), Column::Str(side), Column::F64(srtt)) = (col("time_s"), col("side"), col("srtt_s")) else {
+        panic!("column types")
+    };
+    let xs: Vec<f64> =
+        (0..time.len()).filter(|&i| time[i] >= from_s && side[i] == "server" && srtt[i].is_finite()).map(|i| srtt[i]).collect();
+    assert!(!xs.is_empty());
+    xs.iter().sum::<f64>() / xs.len() as f64
+}
+
+/// A long TCP download through a 1,000-packet bottleneck buffer: drop-tail
+/// fills it (over a second of queueing), CoDel keeps the standing delay
+/// near its 5 ms target and the link busy.
+#[test]
+fn codel_keeps_the_standing_queue_near_its_target() {
+    let run_q = |q: Value| {
+        let mut spec = dumbbell(q, false, None);
+        spec["links"][0]["a_to_b"]["queue"] = json!({"packets": 1000});
+        spec["duration_ps"] = json!(60 * PS_PER_S);
+        spec["record"] = json!({"interfaces": false, "subflows": true, "pcap": []});
+        let (sim, s) = run(&spec).expect("spec builds");
+        (s["flows"]["f0"]["goodput_bps"].as_f64().expect("summary field"), sender_srtt_s(&sim, 20.0), s)
+    };
+    let base_rtt_s = 0.040;
+    let (g_codel, rtt_codel, s) = run_q(json!({"kind": "codel"}));
+    let (g_tail, rtt_tail, _) = run_q(json!({"kind": "droptail"}));
+    let bn = &s["links"]["bottleneck"]["a_to_b"];
+    assert!(bn["queue_drops"].as_u64().expect("summary field") > 0, "{bn}");
+    let (q_codel, q_tail) = (rtt_codel - base_rtt_s, rtt_tail - base_rtt_s);
+    assert!(q_tail > 0.2, "drop-tail queue delay {q_tail}");
+    assert!(q_codel > 0.0 && q_codel < 0.015, "CoDel standing queue delay {q_codel} s (target 5 ms)");
+    println!("queue delay: codel {q_codel:.4} s, drop-tail {q_tail:.4} s; goodput {g_codel:.0} vs {g_tail:.0} bit/s");
+    // One Reno flow halving into a 5 ms queue on a 40 ms path leaves the
+    // link idle for part of each cycle (a known cost of CoDel with few flows).
+    assert!(g_codel > 0.8 * g_tail, "{g_codel} vs drop-tail {g_tail}");
+}

@@ -76,9 +76,19 @@ fn phase_effect_figures() {
         ("codel", Some(json!({"kind": "codel"})), 0.0),
         ("fq_codel", Some(json!({"kind": "fq_codel"})), 0.0),
     ] {
-        let rs: Vec<f64> = (1..=5).map(|s| ratio(&one_subflow_vs_tcp(q.clone(), j, s))).collect();
-        let mean = rs.iter().sum::<f64>() / rs.len() as f64;
-        println!("{name}: mean {mean:.3} per seed {rs:.3?}");
+        for delayed_ack in [true, false] {
+            let rs: Vec<f64> = (1..=5)
+                .map(|s| {
+                    let mut spec = one_subflow_vs_tcp(q.clone(), j, s);
+                    for f in 0..2 {
+                        spec["flows"][f]["delayed_ack"] = json!(delayed_ack);
+                    }
+                    ratio(&spec)
+                })
+                .collect();
+            let mean = rs.iter().sum::<f64>() / rs.len() as f64;
+            println!("{name} (delayed ACK {delayed_ack}): mean {mean:.3} per seed {rs:.3?}");
+        }
     }
 }
 

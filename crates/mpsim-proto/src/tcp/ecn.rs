@@ -211,4 +211,126 @@ mod tests {
         let (c, _) = pair(false);
         assert!(!c.echoed(&ece));
     }
+
+    /// Two connections 10 ms apart; the client uploads `bytes` and the
+    /// wire sets CE on the client's data segments numbered in `ce_segs`.
+    /// Records every client data segment and the client's state per ACK.
+    struct Run {
+        data: Vec<Packet>,
+        reductions_seen: Vec<u64>,
+        cwnd_after_first_echo: Option<f64>,
+        cwnd_before_first_echo: f64,
+        delivered: u64,
+        acks_with_ece: u64,
+    }
+
+    fn upload_with_marks(bytes: u64, ce_segs: std::ops::Range<usize>) -> Run {
+        use super::super::{AppEvent, TcpConfig, TcpConnection};
+        use mpsim_cc::CaState;
+        use mpsim_core::{Addr, SimDuration, SimTime};
+        let cfg = TcpConfig { ecn: true, ..TcpConfig::default() };
+        let mut client = TcpConnection::connect(cfg, "reno", (Addr(1), 40000), (Addr(2), 80)).expect("reno");
+        let mut server: Option<TcpConnection> = None;
+        client.send(bytes);
+        client.close();
+        let delay = SimDuration::from_millis(10);
+        let mut wire: Vec<(SimTime, bool, Packet)> = Vec::new();
+        let mut now = SimTime::ZERO;
+        let mut run = Run {
+            data: vec![],
+            reductions_seen: vec![],
+            cwnd_after_first_echo: None,
+            cwnd_before_first_echo: 0.0,
+            delivered: 0,
+            acks_with_ece: 0,
+        };
+        for _ in 0..200_000 {
+            let mut out = Vec::new();
+            client.drain_transmit(now, &mut out);
+            for mut p in out {
+                if p.payload_bytes > 0 {
+                    if ce_segs.contains(&run.data.len()) && p.ecn.is_ect() {
+                        p.ecn = IpEcn::Ce;
+                    }
+                    run.data.push(p);
+                }
+                wire.push((now + delay, true, p));
+            }
+            if let Some(s) = server.as_mut() {
+                let mut out = Vec::new();
+                s.drain_transmit(now, &mut out);
+                wire.extend(out.into_iter().map(|p| (now + delay, false, p)));
+                while let Some(e) = s.poll_event() {
+                    if let AppEvent::Delivered { bytes } = e {
+                        run.delivered += bytes;
+                    }
+                }
+            }
+            let next_wire = wire.iter().map(|w| w.0).min();
+            let next_timer = [client.poll_timeout(), server.as_ref().and_then(|s| s.poll_timeout())].into_iter().flatten().min();
+            let Some(t) = next_wire.into_iter().chain(next_timer).min() else { break };
+            now = t;
+            if let Some(i) = wire.iter().position(|w| w.0 == t) {
+                let (_, to_server, p) = wire.remove(i);
+                if to_server {
+                    match server.as_mut() {
+                        Some(s) => s.handle_segment(now, &p),
+                        None => server = Some(TcpConnection::accept(cfg, "reno", &p).expect("reno")),
+                    }
+                } else {
+                    let echo = p.flags.has(TcpFlags::ECE) && !p.flags.has(TcpFlags::SYN);
+                    run.acks_with_ece += echo as u64;
+                    let before = client.cc().cwnd_pkts;
+                    client.handle_segment(now, &p);
+                    if echo && run.cwnd_after_first_echo.is_none() {
+                        run.cwnd_before_first_echo = before;
+                        run.cwnd_after_first_echo = Some(client.cc().cwnd_pkts);
+                        assert_eq!(client.cc().ca_state, CaState::Cwr);
+                    }
+                    run.reductions_seen.push(client.sf.ecn.reductions);
+                }
+            } else {
+                client.handle_timeout(now);
+                if let Some(s) = server.as_mut() {
+                    s.handle_timeout(now);
+                }
+            }
+        }
+        run
+    }
+
+    /// Marks on three segments of one window cause one reduction (RFC 3168
+    /// section 6.1.2): cwnd halves once, the next new segment carries CWR,
+    /// the receiver stops echoing after it, nothing is retransmitted and
+    /// every byte arrives.
+    #[test]
+    fn marks_in_one_window_reduce_the_window_once() {
+        let bytes = 2_000_000;
+        let run = upload_with_marks(bytes, 40..43);
+        assert_eq!(run.delivered, bytes);
+        assert_eq!(*run.reductions_seen.last().expect("acks"), 1);
+        let before = run.cwnd_before_first_echo;
+        let after = run.cwnd_after_first_echo.expect("an echo arrived");
+        assert!((after - before / 2.0).abs() <= 1.0, "{before} -> {after}");
+        let cwr: Vec<usize> = run.data.iter().enumerate().filter(|(_, p)| p.flags.has(TcpFlags::CWR)).map(|(i, _)| i).collect();
+        assert_eq!(cwr.len(), 1, "{cwr:?}");
+        assert!(cwr[0] > 42);
+        // The echo lasts until CWR reaches the receiver: at most a window
+        // of segments, one ACK per two (delayed ACKs; a CE is acknowledged at once).
+        assert!(run.acks_with_ece >= 1 && (run.acks_with_ece as f64) < before, "{} {before}", run.acks_with_ece);
+        let mut seqs: Vec<u64> = run.data.iter().map(|p| p.seq).collect();
+        seqs.dedup();
+        assert_eq!(seqs.len(), run.data.len(), "no retransmission");
+        assert!(run.data.iter().all(|p| p.ecn.is_ect()));
+    }
+
+    /// Marks a window apart cause a reduction each.
+    #[test]
+    fn marks_in_separate_windows_reduce_twice() {
+        let run = upload_with_marks(2_000_000, 40..41);
+        assert_eq!(*run.reductions_seen.last().expect("acks"), 1);
+        let mut marks = upload_with_marks(2_000_000, 40..400);
+        marks.reductions_seen.dedup();
+        assert!(marks.reductions_seen.len() > 3, "{:?}", marks.reductions_seen);
+    }
 }

@@ -170,3 +170,33 @@ fn codel_keeps_the_standing_queue_near_its_target() {
     // link idle for part of each cycle (a known cost of CoDel with few flows).
     assert!(g_codel > 0.8 * g_tail, "{g_codel} vs drop-tail {g_tail}");
 }
+
+/// MPTCP subflows use the same ECN machinery: a two-path download with
+/// ECN through RED+ECN on both paths is marked, not dropped, on each path,
+/// and delivers every byte once.
+#[test]
+fn mptcp_subflows_negotiate_ecn_and_react_to_marks_on_each_path() {
+    use mpsim::testbed::TwoPath;
+    let size = 10_000_000;
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+    t.queue_pkts = [500, 500];
+    t.duration_s = 60.0;
+    let mut f = TwoPath::mptcp_flow("mp", "lia", download(Some(size)));
+    f["ecn"] = json!(true);
+    t.flows = vec![f];
+    let mut spec = t.spec();
+    for l in 0..2 {
+        // Downloads cross the paths router -> client (b -> a).
+        spec["links"][l]["b_to_a"]["qdisc"] =
+            json!({"kind": "red", "min_th": {"packets": 5}, "max_th": {"packets": 30}, "max_p": 0.1, "ecn": true});
+    }
+    let (_, s) = run(&spec).expect("spec builds");
+    for p in ["p1", "p2"] {
+        let d = &s["links"][p]["b_to_a"];
+        assert!(d["ecn_marks"].as_u64().expect("summary field") > 0, "{p}: {d}");
+        assert_eq!(d["queue_drops"].as_u64(), Some(0), "{p}: {d}");
+    }
+    let f = &s["flows"]["mp"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f}");
+    assert_eq!(f["retransmitted_bytes"].as_u64(), Some(0), "{f}");
+}

@@ -200,3 +200,45 @@ fn mptcp_subflows_negotiate_ecn_and_react_to_marks_on_each_path() {
     assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f}");
     assert_eq!(f["retransmitted_bytes"].as_u64(), Some(0), "{f}");
 }
+
+/// (IP ECN field, TCP flags, TCP payload bytes) of every frame of a pcap
+/// file written by the engine (Ethernet, IPv4 without options).
+fn ecn_fields(pcap: &[u8]) -> Vec<(u8, u8, usize)> {
+    let mut out = Vec::new();
+    let mut i = 24; // global header
+    while i + 16 <= pcap.len() {
+        let incl = u32::from_le_bytes([pcap[i + 8], pcap[i + 9], pcap[i + 10], pcap[i + 11]]) as usize;
+        let f = &pcap[i + 16..i + 16 + incl];
+        let ip_total = u16::from_be_bytes([f[16], f[17]]) as usize;
+        let tcp_header = (f[14 + 20 + 12] >> 4) as usize * 4;
+        out.push((f[15] & 0b11, f[14 + 20 + 13], ip_total - 20 - tcp_header));
+        i += 16 + incl;
+    }
+    out
+}
+
+/// The capture at the receiver shows the RFC 3168 exchange: the ECN-setup
+/// SYN (ECE and CWR) and SYN/ACK (ECE), ECT(0) data, CE marks from the
+/// RED queue, ECE on the receiver's ACKs and CWR on the sender's data.
+#[test]
+fn the_capture_shows_the_ecn_exchange() {
+    const SYN: u8 = 0x02;
+    const ACK: u8 = 0x10;
+    const ECE: u8 = 0x40;
+    const CWR: u8 = 0x80;
+    let q = json!({"kind": "red", "min_th": {"packets": 5}, "max_th": {"packets": 30}, "max_p": 0.1, "ecn": true});
+    let mut spec = dumbbell(q, true, Some(5_000_000));
+    spec["record"]["pcap"] = json!(["rcv0:b0"]);
+    let (sim, s) = run(&spec).expect("spec builds");
+    assert_eq!(s["flows"]["f0"]["bytes_delivered"].as_u64(), Some(5_000_000));
+    let pcaps = sim.pcaps();
+    let frames = ecn_fields(&pcaps[0].1);
+    let has = |pred: &dyn Fn(&(u8, u8, usize)) -> bool| frames.iter().any(pred);
+    assert!(has(&|&(_, fl, _)| fl & (SYN | ACK) == SYN && fl & (ECE | CWR) == ECE | CWR), "ECN-setup SYN");
+    assert!(has(&|&(_, fl, _)| fl & (SYN | ACK) == SYN | ACK && fl & (ECE | CWR) == ECE), "ECN-setup SYN/ACK");
+    assert!(has(&|&(ecn, _, len)| len > 0 && ecn == 0b10), "ECT(0) data");
+    assert!(has(&|&(ecn, _, len)| len > 0 && ecn == 0b11), "CE-marked data");
+    assert!(has(&|&(ecn, fl, len)| len == 0 && ecn == 0 && fl & (SYN | ECE) == ECE), "ECE on a pure ACK");
+    assert!(has(&|&(_, fl, len)| len > 0 && fl & CWR != 0), "CWR on data");
+    assert!(frames.iter().all(|&(ecn, _, len)| len > 0 || ecn == 0), "control segments are not ECT");
+}

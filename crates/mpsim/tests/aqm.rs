@@ -266,3 +266,95 @@ fn fq_codel_evens_out_rtt_unfairness() {
     assert!(fq_short / fq_long < 1.5, "{fq_short} {fq_long}");
     assert!(fq_short + fq_long > 0.85 * (tail_short + tail_long));
 }
+
+/// One random network for the integrity property below.
+#[derive(Debug, Clone)]
+struct AqmNet {
+    qdisc: Value,
+    ecn: bool,
+    loss_p: f64,
+    size_bytes: u64,
+    outage: Option<(f64, f64)>,
+    change: Option<(f64, f64, f64)>,
+}
+
+fn aqm_net() -> impl proptest::strategy::Strategy<Value = AqmNet> {
+    use proptest::prelude::*;
+    let qdisc = prop_oneof![
+        (1u32..20, 5u32..40, 0.01f64..0.5, any::<bool>()).prop_map(|(min, span, p, ecn)| json!({
+            "kind": "red", "min_th": {"packets": min}, "max_th": {"packets": min + span}, "max_p": p, "ecn": ecn,
+            "weight": 0.02})),
+        (1u32..10, 0.01f64..0.5).prop_map(|(r, p)| json!({"kind": "random_drop", "region": {"packets": r}, "p": p})),
+        (1u64..20, 20u64..200, any::<bool>()).prop_map(|(t, i, ecn)| json!({
+            "kind": "codel", "target_ps": t * 1_000_000_000, "interval_ps": i * 1_000_000_000, "ecn": ecn})),
+        (1u32..8, any::<bool>()).prop_map(|(flows, ecn)| json!({"kind": "fq_codel", "flows": flows, "ecn": ecn})),
+    ];
+    (
+        qdisc,
+        any::<bool>(),
+        prop_oneof![Just(0.0), 0.0f64..0.03],
+        20_000u64..2_000_000,
+        proptest::option::of((0.2f64..3.0, 0.1f64..3.0)),
+        proptest::option::of((0.1f64..4.0, 0.2f64..3.0, 0.2f64..3.0)),
+    )
+        .prop_map(|(qdisc, ecn, loss_p, size_bytes, outage, change)| AqmNet {
+            qdisc,
+            ecn,
+            loss_p,
+            size_bytes,
+            outage,
+            change,
+        })
+}
+
+fn aqm_scenario(n: &AqmNet, seed: u64) -> Value {
+    let mut d = Dumbbell::new(2, 5_000_000, 15.0, 40);
+    d.duration_s = 1800.0;
+    d.seed = seed;
+    d.record = false;
+    let mut spec = d.spec();
+    let ps = |t: f64| (t * PS_PER_S as f64) as u64;
+    let bn = &mut spec["links"][0];
+    for dir in ["a_to_b", "b_to_a"] {
+        bn[dir]["qdisc"] = n.qdisc.clone();
+        bn[dir]["loss"] = if n.loss_p > 0.0 { json!({"model": "bernoulli", "p": n.loss_p}) } else { json!({"model": "none"}) };
+    }
+    let mut events = Vec::new();
+    if let Some((at, dur)) = n.outage {
+        events.push(json!({"at_ps": ps(at), "up": false}));
+        events.push(json!({"at_ps": ps(at + dur), "up": true}));
+    }
+    if let Some((at, rate, delay)) = n.change {
+        let (bw, delay_ps) = ((5e6 * rate) as u64, (15.0 * delay * 1e9) as u64);
+        events.push(json!({"at_ps": ps(at), "bandwidth_bps": bw, "delay_ps": delay_ps}));
+    }
+    events.sort_by_key(|e| e["at_ps"].as_u64());
+    bn["events"] = json!(events);
+    for f in 0..2 {
+        spec["flows"][f]["app"] = download(Some(n.size_bytes));
+        spec["flows"][f]["ecn"] = json!(n.ecn);
+    }
+    spec
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    /// Whatever the discipline drops, marks or holds through outages and
+    /// rate changes, both receivers get exactly the bytes sent, and the
+    /// same seed gives the same summary.
+    #[test]
+    fn every_discipline_delivers_exactly_the_bytes_sent(n in aqm_net(), seed in 0u64..1000) {
+        use proptest::prelude::*;
+        let spec = aqm_scenario(&n, seed);
+        let (_, s) = run(&spec).expect("spec builds");
+        for f in ["f0", "f1"] {
+            let fl = &s["flows"][f];
+            prop_assert_eq!(fl["bytes_delivered"].as_u64(), Some(n.size_bytes), "{}", fl);
+            prop_assert!(fl["completion_time_s"].is_number(), "did not complete: {}", fl);
+        }
+        let (_, again) = run(&spec).expect("spec builds");
+        let strip = |mut v: Value| { v["wall_time_s"] = json!(0); v };
+        prop_assert_eq!(strip(s), strip(again));
+    }
+}

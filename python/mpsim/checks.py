@@ -188,6 +188,34 @@ class _Checker:
         self._check_queue(("link", i, "queue"), link.queue)
         for j, event in enumerate(link.events):
             self._check_queue(("link", i, "events", j, "queue"), event.queue)
+        self._check_qdisc(i, link)
+
+    def _check_qdisc(self, i: int, link: Link) -> None:
+        """A discipline's table goes with that discipline; RED needs its thresholds; CoDel holds
+        packets, so it cannot be combined with netem-style jitter."""
+        used = set()
+        for which in ("a_to_b", "b_to_a"):
+            params = link.direction(which)
+            qdisc = params["qdisc"]
+            used.add(qdisc)
+            over = getattr(link, which)
+            where = ("link", i, which) if over is not None and over.qdisc is not None else ("link", i)
+            if qdisc == "red" and params["qdisc_tables"]["red"] is None:
+                self.add((*where, "qdisc"), "qdisc 'red' needs a red table: red = { min_th, max_th, max_p }")
+            region = params["qdisc_tables"]["random_drop"]
+            if qdisc == "random_drop" and region is not None and set(region.region) != set(params["queue"]):
+                self.add((*where, "random_drop", "region"), "the random_drop region must be in the queue's unit (pkt or bytes)")
+            if qdisc in ("codel", "fq_codel") and params["jitter_ps"]:
+                self.add((*where, "qdisc"), f"qdisc '{qdisc}' cannot be combined with jitter (netem is a qdisc of its own)")
+            if qdisc in ("codel", "fq_codel") and any(e.jitter_ps for e in link.events):
+                self.add((*where, "qdisc"), f"qdisc '{qdisc}' cannot be combined with jitter in a link event")
+            if over is not None:
+                for key in ("red", "random_drop", "codel", "fq_codel"):
+                    if getattr(over, key) is not None and key != qdisc:
+                        self.add(("link", i, which, key), f"key '{key}' applies when qdisc = '{key}' (here '{qdisc}')")
+        for key in ("red", "random_drop", "codel", "fq_codel"):
+            if getattr(link, key) is not None and key not in used:
+                self.add(("link", i, key), f"key '{key}' applies when qdisc = '{key}' (here '{link.qdisc or 'droptail'}')")
 
     def _load_trace(self, loc: Loc, shown: str | None) -> None:
         if shown is None or shown in self.traces:

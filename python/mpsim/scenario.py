@@ -178,8 +178,90 @@ class Loss(_Model):
 LossField = Annotated[Loss, BeforeValidator(_loss_input)]
 NO_LOSS = Loss(model="none")
 
+QdiscName = Literal["droptail", "red", "random_drop", "codel", "fq_codel"]
+# Linux's default limits of its codel and fq_codel qdiscs, used when the link gives no queue.
+DEFAULT_QDISC_QUEUE = {"codel": {"packets": 1000}, "fq_codel": {"packets": 10240}}
 
-class Direction(_Model):
+
+class Red(_Model):
+    """`red = { min_th, max_th, max_p, ecn }`: RED's thresholds on the average queue."""
+
+    min_th: QueueLimit
+    max_th: QueueLimit
+    max_p: Probability
+    ecn: StrictBool = False
+    weight: Probability = 0.002
+    gentle: StrictBool = False
+    avpkt_bytes: PositiveSizeBytes = Field(1000, alias="avpkt")
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> Red:
+        if set(self.min_th) != set(self.max_th):
+            raise ValueError("min_th and max_th must be in the same unit (both pkt or both bytes)")
+        unit = next(iter(self.min_th))
+        if self.min_th[unit] >= self.max_th[unit]:
+            raise ValueError("min_th must be below max_th")
+        if self.max_p == 0.0 or self.weight == 0.0:
+            raise ValueError("max_p and weight must be above 0")
+        return self
+
+    def to_spec(self) -> dict[str, Any]:
+        return {"kind": "red", "min_th": dict(self.min_th), "max_th": dict(self.max_th), "max_p": self.max_p,
+                "ecn": self.ecn, "weight": self.weight, "gentle": self.gentle, "avpkt_bytes": self.avpkt_bytes}
+
+
+class RandomDrop(_Model):
+    """`random_drop = { region, p }`: htsim's RandomQueue, random drops in the top of the queue."""
+
+    region: QueueLimit = Field(default_factory=lambda: {"packets": 3})
+    p: Probability = 0.1
+
+    def to_spec(self) -> dict[str, Any]:
+        return {"kind": "random_drop", "region": dict(self.region), "p": self.p}
+
+
+class Codel(_Model):
+    """`codel = { target, interval, ecn }` (RFC 8289 defaults)."""
+
+    target_ps: PositiveTimePs = Field(5 * 10**9, alias="target")
+    interval_ps: PositiveTimePs = Field(100 * 10**9, alias="interval")
+    ecn: StrictBool = False
+
+    def to_spec(self) -> dict[str, Any]:
+        return {"kind": "codel", "target_ps": self.target_ps, "interval_ps": self.interval_ps, "ecn": self.ecn}
+
+
+class FqCodel(Codel):
+    """`fq_codel = { flows, quantum, target, interval, ecn }` (Linux defaults)."""
+
+    flows: Annotated[StrictInt, Field(ge=1, le=65536)] = 1024
+    quantum_bytes: PositiveSizeBytes = Field(1514, alias="quantum")
+
+    def to_spec(self) -> dict[str, Any]:
+        return {**super().to_spec(), "kind": "fq_codel", "flows": self.flows, "quantum_bytes": self.quantum_bytes}
+
+
+class _QdiscKeys(_Model):
+    """The queue discipline keys shared by a link and its direction overrides."""
+
+    qdisc: QdiscName | None = None
+    red: Red | None = None
+    random_drop: RandomDrop | None = None
+    codel: Codel | None = None
+    fq_codel: FqCodel | None = None
+
+
+def qdisc_spec(name: str, tables: dict[str, Any]) -> dict[str, Any]:
+    """The engine's `qdisc` object for discipline `name` with its table (or defaults)."""
+    if name == "droptail":
+        return {"kind": "droptail"}
+    table = tables.get(name)
+    if table is None:
+        table = {"random_drop": RandomDrop, "codel": Codel, "fq_codel": FqCodel}[name]()
+    return table.to_spec()
+
+
+class Direction(_QdiscKeys):
     """`[link.a_to_b]` / `[link.b_to_a]`: overrides for one direction."""
 
     bandwidth_bps: RateBps | None = Field(None, alias="bandwidth")
@@ -224,7 +306,7 @@ class LinkEvent(_Model):
         }
 
 
-class Link(_Model):
+class Link(_QdiscKeys):
     """`[[link]]`: a full-duplex link between two nodes."""
 
     name: Name | None = None
@@ -244,10 +326,17 @@ class Link(_Model):
     def direction(self, which: str) -> dict[str, Any]:
         """Parameters of one direction with its overrides merged (trace as a path)."""
         over = getattr(self, which) or Direction()
+        qdisc = over.qdisc or self.qdisc or "droptail"
+        queue = over.queue if over.queue is not None else self.queue
+        if over.queue is None and "queue" not in self.model_fields_set and qdisc in DEFAULT_QDISC_QUEUE:
+            queue = DEFAULT_QDISC_QUEUE[qdisc]
+        tables = {k: getattr(over, k) or getattr(self, k) for k in ("red", "random_drop", "codel", "fq_codel")}
         return {
             "bandwidth_bps": over.bandwidth_bps if over.bandwidth_bps is not None else self.bandwidth_bps,
             "delay_ps": over.delay_ps if over.delay_ps is not None else self.delay_ps,
-            "queue": dict(over.queue if over.queue is not None else self.queue),
+            "queue": dict(queue),
+            "qdisc": qdisc,
+            "qdisc_tables": tables,
             "loss": over.loss if over.loss is not None else self.loss,
             "jitter_ps": over.jitter_ps if over.jitter_ps is not None else self.jitter_ps,
             "bandwidth_trace": over.bandwidth_trace or self.bandwidth_trace,
@@ -281,6 +370,7 @@ class Flow(_Model):
     max_add_addr_accepted: SubflowLimit | None = None
     add_addr_timeout_ps: PositiveTimePs | None = Field(None, alias="add_addr_timeout")
     dss_checksum: StrictBool | None = None
+    ecn: StrictBool = False
     client_interfaces: list[Name] | None = None
     mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")

@@ -25,6 +25,7 @@ from .scenario import (
     Flow,
     Link,
     Scenario,
+    qdisc_spec,
 )
 
 HTTP_DEFAULT_REQUEST_BYTES = 100
@@ -84,7 +85,7 @@ def _direction_spec(link: Link, which: str, traces: dict[str, list[list[int]]]) 
     bandwidth = params["bandwidth_bps"]
     if bandwidth is None and trace:
         bandwidth = trace[0][1]  # a trace without a fixed rate starts at its first rate
-    return {
+    spec = {
         "bandwidth_bps": bandwidth,
         "delay_ps": params["delay_ps"],
         "queue": params["queue"],
@@ -92,6 +93,9 @@ def _direction_spec(link: Link, which: str, traces: dict[str, list[list[int]]]) 
         "jitter_ps": params["jitter_ps"],
         "bandwidth_trace": [list(row) for row in trace] if trace else None,
     }
+    if params["qdisc"] != "droptail":  # the engine's default
+        spec["qdisc"] = qdisc_spec(params["qdisc"], params["qdisc_tables"])
+    return spec
 
 
 def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
@@ -120,6 +124,8 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
         "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
         "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
     }
+    if flow.ecn:  # off is the engine's default
+        spec["ecn"] = True
     if flow.transport == "udp":
         # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
         del spec["cc"]

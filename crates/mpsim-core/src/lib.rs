@@ -13,7 +13,7 @@ pub mod time;
 
 pub use event::EventQueue;
 pub use ids::{Addr, FlowId, LinkId, NodeId};
-pub use packet::{Packet, PacketExt, Proto, SackBlocks, TcpFlags, Timestamps};
+pub use packet::{IpEcn, Packet, PacketExt, Proto, SackBlocks, TcpFlags, Timestamps};
 pub use pool::{PacketId, PacketPool};
 pub use rng::SimRng;
 pub use time::{SimDuration, SimTime};

@@ -22,6 +22,10 @@ impl TcpFlags {
     pub const RST: u8 = 0x04;
     pub const PSH: u8 = 0x08;
     pub const ACK: u8 = 0x10;
+    /// ECN-Echo (RFC 3168 section 6.1).
+    pub const ECE: u8 = 0x40;
+    /// Congestion Window Reduced (RFC 3168 section 6.1).
+    pub const CWR: u8 = 0x80;
 
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -40,6 +44,24 @@ impl Timestamps {
     /// The TSval clock at `t`: milliseconds, wrapping at 2^32.
     pub fn clock_ms(t: crate::SimTime) -> u32 {
         (t.as_ps() / crate::time::PS_PER_MS) as u32
+    }
+}
+
+/// The ECN field of the IP header (RFC 3168 section 5), with its wire values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum IpEcn {
+    #[default]
+    NotEct = 0b00,
+    Ect1 = 0b01,
+    Ect0 = 0b10,
+    /// Congestion Experienced: set by a router's queue instead of a drop.
+    Ce = 0b11,
+}
+
+impl IpEcn {
+    /// The packet may be marked instead of dropped (ECT(0), ECT(1) or already CE).
+    pub fn is_ect(self) -> bool {
+        self != IpEcn::NotEct
     }
 }
 
@@ -124,6 +146,8 @@ pub struct Packet {
     /// Bytes on the wire, headers included; what links serialise and queues count.
     pub wire_bytes: u32,
     pub ext: PacketExt,
+    /// The IP header's ECN codepoint.
+    pub ecn: IpEcn,
 }
 
 impl Packet {

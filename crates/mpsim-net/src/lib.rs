@@ -1,12 +1,14 @@
 //! The network model: full-duplex links with a rate, a propagation delay, a
-//! drop-tail queue at each transmitter and a loss model, and the static
+//! queue at each transmitter (drop-tail or an AQM discipline) and a loss model, and the static
 //! forwarding tables of switches and routers. Links read packet headers
 //! only; they never look at transport state.
 
 pub mod link;
 pub mod loss;
+pub mod qdisc;
 pub mod routing;
 
 pub use link::{DirStats, EnqueueOutcome, LinkDir, LinkDirParams, QueueLimit};
 pub use loss::LossModel;
+pub use qdisc::{AqmAction, QdiscConfig};
 pub use routing::{iface_addr, iface_of_addr, NodeKind, Routes, Topology};

@@ -13,8 +13,20 @@
 //! keeps the times computed when it was accepted, as netem computes a
 //! packet's send time on enqueue: a rate or delay change applies to the
 //! packets accepted after it.
+//!
+//! The queue discipline (crate::qdisc) decides the fate of arriving
+//! packets. Drop-tail, RED and random drop decide on arrival and keep the
+//! FIFO computed. CoDel and FQ-CoDel decide at dequeue, so with them the
+//! discipline holds the waiting packets and the transmitter takes the next
+//! one when it frees; it does so lazily, whenever the direction is touched
+//! (an arrival at the far end, an offer, a change), which is exact: a
+//! dequeue at time t only depends on packets offered before t, and the
+//! packet in service stays in `pipe` until after the transmitter frees.
+//! Packets these disciplines drop or mark on the way are listed in `aqm`
+//! for the engine to free or mark.
 
 use crate::loss::LossModel;
+use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
 use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
 
@@ -47,8 +59,10 @@ pub struct DirStats {
     pub tx_packets: u64,
     /// Wire bytes delivered to the far end.
     pub rx_bytes: u64,
-    /// Dropped because the queue was full.
+    /// Dropped by the queue: full, or by its discipline (RED, CoDel, ...).
     pub queue_drops: u64,
+    /// ECN-capable packets the discipline marked CE instead of dropping.
+    pub ecn_marks: u64,
     /// Lost on the wire by the loss model.
     pub loss_drops: u64,
     /// Dropped because the link was down (or went down with them on board).
@@ -102,6 +116,10 @@ pub struct LinkDir {
     pipe: VecDeque<InFlight>,
     waiting: VecDeque<Waiting>,
     waiting_bytes: u64,
+    qdisc: Qdisc,
+    /// Packets the discipline dropped or marked since the engine last
+    /// looked (it drains this after every call).
+    pub aqm: Vec<(PacketId, AqmAction)>,
 }
 
 impl LinkDir {
@@ -116,7 +134,19 @@ impl LinkDir {
             pipe: VecDeque::with_capacity(64),
             waiting: VecDeque::with_capacity(64),
             waiting_bytes: 0,
+            qdisc: Qdisc::DropTail,
+            aqm: Vec::new(),
         }
+    }
+
+    /// A direction running queue discipline `cfg` (drop-tail by default).
+    pub fn with_qdisc(params: LinkDirParams, mut rng: SimRng, cfg: QdiscConfig) -> Self {
+        let qdisc = Qdisc::new(cfg, &mut rng);
+        LinkDir { qdisc, ..LinkDir::new(params, rng) }
+    }
+
+    pub fn qdisc(&self) -> &Qdisc {
+        &self.qdisc
     }
 
     fn purge_started(&mut self, now: SimTime) {
@@ -131,6 +161,10 @@ impl LinkDir {
 
     /// Packets waiting for the transmitter at `now`.
     pub fn queue_len_pkts(&mut self, now: SimTime) -> usize {
+        if self.qdisc.holds_packets() {
+            self.advance(now);
+            return self.qdisc.len_pkts();
+        }
         self.purge_started(now);
         self.waiting.len()
     }
@@ -162,17 +196,32 @@ impl LinkDir {
         }
     }
 
-    /// Offers packet `pid` of `wire_bytes` at `now`.
+    /// Offers packet `pid` of `wire_bytes` at `now` (not ECN-capable, flow 0).
     pub fn enqueue(&mut self, now: SimTime, pid: PacketId, wire_bytes: u32) -> EnqueueOutcome {
+        self.offer(now, QPkt { pid, wire_bytes, flow_hash: 0, ect: false, enqueued: now })
+    }
+
+    /// Offers a packet at `now`. A mark the discipline sets on it is listed
+    /// in `aqm`, and so are the packets it drops in its place.
+    pub fn offer(&mut self, now: SimTime, pkt: QPkt) -> EnqueueOutcome {
         if !self.params.up {
             self.stats.down_drops += 1;
             return EnqueueOutcome::Dropped;
         }
+        if self.qdisc.holds_packets() {
+            return self.offer_held(now, pkt);
+        }
+        let (pid, wire_bytes) = (pkt.pid, pkt.wire_bytes);
         self.purge_started(now);
         let idle = self.busy_until <= now;
-        if !idle && self.queue_full(wire_bytes) {
+        let verdict = if matches!(self.qdisc, Qdisc::DropTail) { Verdict::Pass } else { self.admit(now, idle, &pkt) };
+        if verdict == Verdict::Drop || !idle && self.queue_full(wire_bytes) {
             self.stats.queue_drops += 1;
             return EnqueueOutcome::Dropped;
+        }
+        if verdict == Verdict::Mark {
+            self.stats.ecn_marks += 1;
+            self.aqm.push((pid, AqmAction::Mark));
         }
         let tx_start = if idle { now } else { self.busy_until };
         let tx = self.transmission(wire_bytes);
@@ -201,11 +250,96 @@ impl LinkDir {
         EnqueueOutcome::Accepted { schedule: was_empty.then_some(arrival) }
     }
 
+    /// An admission discipline's verdict on a packet arriving at `now`.
+    fn admit(&mut self, now: SimTime, idle: bool, pkt: &QPkt) -> Verdict {
+        let backlog = Backlog {
+            pkts: self.waiting.len() as u64,
+            bytes: self.waiting_bytes,
+            idle_for: idle.then(|| now - self.busy_until),
+            bandwidth_bps: self.params.bandwidth_bps,
+            limit: self.params.queue,
+        };
+        self.qdisc.admit(pkt, &backlog, &mut self.rng)
+    }
+
+    /// A scheduling discipline takes the packet; the transmitter starts on
+    /// it at once if it is idle.
+    fn offer_held(&mut self, now: SimTime, pkt: QPkt) -> EnqueueOutcome {
+        let was_empty = self.pipe.is_empty();
+        self.advance(now);
+        // The limit counts waiting packets: one the idle transmitter takes
+        // at once does not wait (as in the computed FIFO).
+        let idle = self.busy_until <= now;
+        let limit = if idle { QueueLimit::Packets(u32::MAX) } else { self.params.queue };
+        self.busy_until = self.busy_until.max(now);
+        let seen = self.aqm.len();
+        let mut accepted = self.qdisc.push(pkt, limit, &mut self.aqm);
+        // FQ-CoDel may drop the arriving packet itself to make room: the
+        // caller frees it on `Dropped`, so it must not be listed as well.
+        if let Some(i) = self.aqm[seen..].iter().position(|a| a.0 == pkt.pid) {
+            self.aqm.remove(seen + i);
+            accepted = false;
+        }
+        self.count_aqm(seen);
+        if !accepted {
+            self.stats.queue_drops += 1;
+            return EnqueueOutcome::Dropped;
+        }
+        self.advance(now);
+        let schedule = if was_empty { self.pipe.front().map(|f| f.arrival) } else { None };
+        EnqueueOutcome::Accepted { schedule }
+    }
+
+    fn count_aqm(&mut self, from: usize) {
+        for a in &self.aqm[from..] {
+            match a.1 {
+                AqmAction::Drop => self.stats.queue_drops += 1,
+                AqmAction::Mark => self.stats.ecn_marks += 1,
+            }
+        }
+    }
+
+    /// Scheduling disciplines: every dequeue due by `now` (each at the time
+    /// the transmitter freed), its packet put on the wire.
+    fn advance(&mut self, now: SimTime) {
+        while self.busy_until <= now && self.qdisc.len_pkts() > 0 {
+            let t = self.busy_until;
+            let seen = self.aqm.len();
+            let next = self.qdisc.pop(t, &mut self.aqm);
+            self.count_aqm(seen);
+            let Some(p) = next else { break };
+            let tx = self.transmission(p.wire_bytes);
+            self.busy_until = t + tx;
+            self.stats.tx_bytes += p.wire_bytes as u64;
+            self.stats.tx_packets += 1;
+            self.stats.busy_ps += tx.as_ps();
+            let lost = self.params.loss.lose(&mut self.rng);
+            let arrival = (self.busy_until + self.params.delay).max(self.last_arrival());
+            self.pipe.push_back(InFlight { arrival, pid: p.pid, wire_bytes: p.wire_bytes, lost });
+        }
+    }
+
+    /// Brings a scheduling discipline up to `now` before the caller changes
+    /// the parameters (the dequeues before now used the old ones). Nothing
+    /// for the others. The engine drains `aqm` afterwards.
+    pub fn sync(&mut self, now: SimTime) {
+        if self.qdisc.holds_packets() {
+            self.advance(now);
+        }
+    }
+
     /// Removes the packet arriving now (the head of the pipe). Returns it,
     /// whether it survived the wire, and the time of the next arrival.
     pub fn pop_arrival(&mut self) -> (PacketId, bool, Option<SimTime>) {
         // The engine only calls this at the head's arrival time for the
         // current generation, so the pipe is non-empty.
+        if self.qdisc.holds_packets() {
+            // The transmitter freed no later than this arrival; the head
+            // stays in the pipe meanwhile, so what it dequeues arrives
+            // after the head even if the delay has just been lowered.
+            let t = self.pipe.front().expect("arrival event with an empty pipe").arrival;
+            self.advance(t);
+        }
         let head = self.pipe.pop_front().expect("arrival event with an empty pipe");
         if head.lost {
             self.stats.loss_drops += 1;
@@ -224,8 +358,9 @@ impl LinkDir {
         self.busy_until = now;
         self.waiting.clear();
         self.waiting_bytes = 0;
-        self.stats.down_drops += self.pipe.len() as u64;
-        self.pipe.drain(..).map(|f| f.pid).collect()
+        let held = self.qdisc.drain();
+        self.stats.down_drops += (self.pipe.len() + held.len()) as u64;
+        self.pipe.drain(..).map(|f| f.pid).chain(held).collect()
     }
 
     pub fn go_up(&mut self) {
@@ -241,6 +376,11 @@ impl LinkDir {
     /// waiting, the transmitter's schedule stays as it is for every packet
     /// (re-timing the others would overlap their transmissions with its).
     pub fn retime(&mut self, now: SimTime) -> Option<SimTime> {
+        if self.qdisc.holds_packets() {
+            // Only started packets are in the pipe; the held ones take the
+            // new rate and delay when they are dequeued.
+            return None;
+        }
         self.purge_started(now);
         if self.waiting.iter().any(|w| !w.in_pipe) {
             return None;
@@ -495,66 +635,102 @@ mod tests {
             queue in proptest::prop_oneof![(1u32..20).prop_map(QueueLimit::Packets), (1_500u64..30_000).prop_map(QueueLimit::Bytes)],
             steps in proptest::collection::vec(step(), 1..150),
         ) {
-            use proptest::prelude::*;
-            let mut d = dir(2_000_000, 5, queue);
-            let mut r = RefLink {
-                rate_bps: 2_000_000, delay: SimDuration::from_millis(5), queue, up: true,
-                busy_until: SimTime::ZERO, board: Vec::new(), delivered: Vec::new(),
+            check_against_plain(dir(2_000_000, 5, queue), queue, &steps)?;
+        }
+
+        /// CoDel with a target no queue reaches holds the waiting packets
+        /// and dequeues them when the transmitter frees: it must deliver
+        /// exactly as the plain drop-tail FIFO does.
+        #[test]
+        fn a_held_queue_that_never_drops_matches_the_plain_fifo(
+            queue in proptest::prop_oneof![(1u32..20).prop_map(QueueLimit::Packets), (1_500u64..30_000).prop_map(QueueLimit::Bytes)],
+            steps in proptest::collection::vec(step(), 1..150),
+        ) {
+            let codel = crate::qdisc::CodelParams { target: SimDuration::from_secs(1_000), ..Default::default() };
+            let d = LinkDir::with_qdisc(dir(2_000_000, 5, queue).params, SimRng::new(1, 1), QdiscConfig::Codel(codel));
+            check_against_plain(d, queue, &steps)?;
+        }
+    }
+
+    /// Drives `d` as the engine does (one pending arrival event, its
+    /// generation, the times `enqueue`, `pop_arrival` and `retime` hand
+    /// back) and the plain FIFO through `steps`; they must deliver the same
+    /// packets at the same times.
+    fn check_against_plain(
+        mut d: LinkDir,
+        queue: QueueLimit,
+        steps: &[Step],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        use proptest::prelude::*;
+        let d = &mut d;
+        let mut r = RefLink {
+            rate_bps: 2_000_000,
+            delay: SimDuration::from_millis(5),
+            queue,
+            up: true,
+            busy_until: SimTime::ZERO,
+            board: Vec::new(),
+            delivered: Vec::new(),
+        };
+        let mut next: Option<SimTime> = None; // the pending arrival event
+        let mut delivered = Vec::new();
+        let mut now = SimTime::ZERO;
+        let run_until = |d: &mut LinkDir, next: &mut Option<SimTime>, t: SimTime, out: &mut Vec<(u32, SimTime)>| {
+            while let Some(at) = next.filter(|&at| at <= t) {
+                let (pid, ok, following) = d.pop_arrival();
+                assert!(ok);
+                out.push((pid.0, at));
+                *next = following;
+            }
+        };
+        for (id, s) in steps.iter().enumerate() {
+            let id = id as u32;
+            let dt_us = match *s {
+                Step::Offer { dt_us, .. } | Step::Change { dt_us, .. } | Step::Down { dt_us } | Step::Up { dt_us } => dt_us,
             };
-            let mut next: Option<SimTime> = None; // the pending arrival event
-            let mut delivered = Vec::new();
-            let mut now = SimTime::ZERO;
-            let run_until = |d: &mut LinkDir, next: &mut Option<SimTime>, t: SimTime, out: &mut Vec<(u32, SimTime)>| {
-                while let Some(at) = next.filter(|&at| at <= t) {
-                    let (pid, ok, following) = d.pop_arrival();
-                    assert!(ok);
-                    out.push((pid.0, at));
-                    *next = following;
-                }
-            };
-            for (id, s) in steps.iter().enumerate() {
-                let id = id as u32;
-                let dt_us = match *s {
-                    Step::Offer { dt_us, .. } | Step::Change { dt_us, .. } | Step::Down { dt_us } | Step::Up { dt_us } => dt_us,
-                };
-                now += SimDuration(dt_us * 1_000_000);
-                run_until(&mut d, &mut next, now, &mut delivered);
-                r.deliver_until(now);
-                match *s {
-                    Step::Offer { wire_bytes, .. } => {
-                        let accepted = r.offer(now, id, wire_bytes);
-                        match d.enqueue(now, PacketId(id), wire_bytes) {
-                            EnqueueOutcome::Accepted { schedule } => {
-                                prop_assert!(accepted, "packet {} accepted, the plain FIFO drops it", id);
-                                prop_assert_eq!(schedule.is_some(), next.is_none());
-                                if let Some(t) = schedule { next = Some(t); }
+            now += SimDuration(dt_us * 1_000_000);
+            run_until(d, &mut next, now, &mut delivered);
+            r.deliver_until(now);
+            match *s {
+                Step::Offer { wire_bytes, .. } => {
+                    let accepted = r.offer(now, id, wire_bytes);
+                    match d.enqueue(now, PacketId(id), wire_bytes) {
+                        EnqueueOutcome::Accepted { schedule } => {
+                            prop_assert!(accepted, "packet {} accepted, the plain FIFO drops it", id);
+                            prop_assert_eq!(schedule.is_some(), next.is_none());
+                            if let Some(t) = schedule {
+                                next = Some(t);
                             }
-                            EnqueueOutcome::Dropped => prop_assert!(!accepted, "packet {} dropped, the plain FIFO takes it", id),
-                            o => prop_assert!(false, "{:?}", o),
                         }
+                        EnqueueOutcome::Dropped => prop_assert!(!accepted, "packet {} dropped, the plain FIFO takes it", id),
+                        o => prop_assert!(false, "{:?}", o),
                     }
-                    Step::Change { rate_bps, delay_us, .. } => {
-                        let delay = SimDuration(delay_us * 1_000_000);
-                        (d.params.bandwidth_bps, d.params.delay) = (rate_bps, delay);
-                        if let Some(t) = d.retime(now) { next = Some(t); }
-                        r.change(now, rate_bps, delay);
+                }
+                Step::Change { rate_bps, delay_us, .. } => {
+                    let delay = SimDuration(delay_us * 1_000_000);
+                    d.sync(now);
+                    (d.params.bandwidth_bps, d.params.delay) = (rate_bps, delay);
+                    if let Some(t) = d.retime(now) {
+                        next = Some(t);
                     }
-                    Step::Down { .. } => {
-                        d.go_down(now);
-                        next = None;
-                        r.up = false;
-                        r.busy_until = now;
-                        r.board.clear();
-                    }
-                    Step::Up { .. } => {
-                        d.go_up();
-                        r.up = true;
-                    }
+                    r.change(now, rate_bps, delay);
+                }
+                Step::Down { .. } => {
+                    d.go_down(now);
+                    next = None;
+                    r.up = false;
+                    r.busy_until = now;
+                    r.board.clear();
+                }
+                Step::Up { .. } => {
+                    d.go_up();
+                    r.up = true;
                 }
             }
-            run_until(&mut d, &mut next, SimTime(u64::MAX), &mut delivered);
-            r.deliver_until(SimTime(u64::MAX));
-            prop_assert_eq!(delivered, r.delivered);
         }
+        run_until(d, &mut next, SimTime(u64::MAX), &mut delivered);
+        r.deliver_until(SimTime(u64::MAX));
+        prop_assert_eq!(delivered, r.delivered);
+        Ok(())
     }
 }

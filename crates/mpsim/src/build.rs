@@ -4,10 +4,11 @@
 use crate::flows::{make_app, Flow, MptcpFlow};
 use crate::report::Sampler;
 use crate::sim::{BuildError, Ev, Link, Node, Simulation};
-use crate::spec::{CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QueueSpec, Spec, TransportSpec};
+use crate::spec::{CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QdiscSpec, QueueSpec, Spec, TransportSpec};
 use mpsim_cc::{CcMode, Controller};
 use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
-use mpsim_net::{iface_addr, LinkDir, LinkDirParams, LossModel, NodeKind, QueueLimit, Topology};
+use mpsim_net::qdisc::{CodelParams, FqCodelParams, RandomDropParams, RedParams};
+use mpsim_net::{iface_addr, LinkDir, LinkDirParams, LossModel, NodeKind, QdiscConfig, QueueLimit, Topology};
 use mpsim_proto::TcpConfig;
 use mpsim_proto::{PathManagerKind, SchedulerKind};
 use rustc_hash::FxHashMap;
@@ -47,7 +48,70 @@ fn dir_params(d: &LinkDirSpec) -> LinkDirParams {
     }
 }
 
+/// The queue discipline of a direction, or why its parameters make no sense.
+fn qdisc_config(q: &QdiscSpec) -> Result<QdiscConfig, String> {
+    let bad_p = |p: f64| !(0.0..=1.0).contains(&p);
+    Ok(match *q {
+        QdiscSpec::Droptail => QdiscConfig::DropTail,
+        QdiscSpec::Red { min_th, max_th, max_p, ecn, weight, gentle, avpkt_bytes } => {
+            let (min_th, max_th, in_bytes) = match (min_th, max_th) {
+                (QueueSpec::Packets(a), QueueSpec::Packets(b)) => (a as f64, b as f64, false),
+                (QueueSpec::Bytes(a), QueueSpec::Bytes(b)) => (a as f64, b as f64, true),
+                _ => return Err("red: min_th and max_th must be in the same unit".into()),
+            };
+            if min_th >= max_th {
+                return Err("red: min_th must be below max_th".into());
+            }
+            if bad_p(max_p) || max_p == 0.0 || weight <= 0.0 || weight > 1.0 || avpkt_bytes == 0 {
+                return Err("red: max_p and weight must be in (0, 1], avpkt positive".into());
+            }
+            QdiscConfig::Red(RedParams {
+                min_th,
+                max_th,
+                in_bytes,
+                max_p_frac: max_p,
+                weight_frac: weight,
+                ecn,
+                gentle,
+                avpkt_bytes,
+            })
+        }
+        QdiscSpec::RandomDrop { region, p } => {
+            if bad_p(p) {
+                return Err("random_drop: p must be in [0, 1]".into());
+            }
+            QdiscConfig::RandomDrop(RandomDropParams { region: queue_limit(&region), p_frac: p })
+        }
+        QdiscSpec::Codel { target_ps, interval_ps, ecn } => QdiscConfig::Codel(codel_params(target_ps, interval_ps, ecn)?),
+        QdiscSpec::FqCodel { target_ps, interval_ps, ecn, flows, quantum_bytes } => {
+            if flows == 0 || flows > 65536 || quantum_bytes == 0 {
+                return Err("fq_codel: flows must be in 1..=65536 and quantum positive".into());
+            }
+            let codel = codel_params(target_ps, interval_ps, ecn)?;
+            QdiscConfig::FqCodel(FqCodelParams { flows, quantum_bytes, codel, ..Default::default() })
+        }
+    })
+}
+
+fn codel_params(target_ps: u64, interval_ps: u64, ecn: bool) -> Result<CodelParams, String> {
+    if target_ps == 0 || interval_ps == 0 {
+        return Err("codel: target and interval must be positive".into());
+    }
+    Ok(CodelParams { target: SimDuration(target_ps), interval: SimDuration(interval_ps), ecn, ..Default::default() })
+}
+
 fn validate_dir(link: &str, which: &str, d: &LinkDirSpec) -> Result<(), BuildError> {
+    qdisc_config(&d.qdisc).map_err(|e| invalid(format!("link '{link}' {which}: {e}")))?;
+    if let QdiscSpec::RandomDrop { region, .. } = d.qdisc {
+        if std::mem::discriminant(&region) != std::mem::discriminant(&d.queue) {
+            return Err(invalid(format!("link '{link}' {which}: random_drop region must be in the queue's unit")));
+        }
+    }
+    if matches!(d.qdisc, QdiscSpec::Codel { .. } | QdiscSpec::FqCodel { .. }) && d.jitter_ps > 0 {
+        return Err(invalid(format!(
+            "link '{link}' {which}: jitter cannot be combined with codel or fq_codel (netem is a qdisc of its own)"
+        )));
+    }
     if d.bandwidth_bps == 0 {
         return Err(invalid(format!("link '{link}' {which}: bandwidth must be positive")));
     }
@@ -111,8 +175,14 @@ impl Simulation {
             for (k, d) in [("a_to_b", &l.a_to_b), ("b_to_a", &l.b_to_a)] {
                 validate_dir(&l.name, k, d)?;
                 let stream = STREAM_LINK_DIR + 2 * i as u64 + (k == "b_to_a") as u64;
-                dirs.push(LinkDir::new(dir_params(d), SimRng::new(spec.seed, stream)));
+                // Validated above.
+                let qdisc = qdisc_config(&d.qdisc).map_err(invalid)?;
+                dirs.push(LinkDir::with_qdisc(dir_params(d), SimRng::new(spec.seed, stream), qdisc));
                 traces_bw.push(d.bandwidth_trace.clone().filter(|t| !t.is_empty()));
+            }
+            let held = |d: &LinkDirSpec| matches!(d.qdisc, QdiscSpec::Codel { .. } | QdiscSpec::FqCodel { .. });
+            if l.events.iter().any(|e| e.jitter_ps.is_some_and(|j| j > 0)) && (held(&l.a_to_b) || held(&l.b_to_a)) {
+                return Err(invalid(format!("link '{}': an event cannot add jitter to a codel or fq_codel queue", l.name)));
             }
             links.push(Link { name: l.name.clone(), strip_mptcp: l.strip_mptcp, a, b, events: l.events.clone() });
         }
@@ -262,6 +332,7 @@ impl Simulation {
             initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
             initial_ssthresh_pkts: f.initial_ssthresh_pkts.map(|p| p.max(1)),
             rcvbuf_bytes: f.rcvbuf_bytes,
+            ecn: f.ecn,
             ..defaults
         };
         let (app, receiver) = make_app(&f.app);

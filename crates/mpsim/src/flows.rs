@@ -388,6 +388,9 @@ impl Simulation {
     }
 
     fn apply_dir_change(&mut self, dir: u32, ev: &crate::spec::LinkEventSpec) {
+        // Dequeues due before the change happen under the old parameters.
+        self.dirs[dir as usize].sync(self.now);
+        self.settle_aqm(dir);
         let d = &mut self.dirs[dir as usize];
         if let Some(bw) = ev.bandwidth_bps {
             d.params.bandwidth_bps = bw.max(1);
@@ -430,6 +433,8 @@ impl Simulation {
         let Some(trace) = &self.traces_bw[dir as usize] else { return };
         let (_, bw) = trace[index as usize];
         let next = trace.get(index as usize + 1).map(|&(t, _)| t);
+        self.dirs[dir as usize].sync(self.now);
+        self.settle_aqm(dir);
         self.dirs[dir as usize].params.bandwidth_bps = bw.max(1);
         self.retime(dir);
         if let Some(t) = next {

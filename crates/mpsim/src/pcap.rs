@@ -166,6 +166,7 @@ fn push_ethernet(frame: &mut Vec<u8>, pkt: &Packet) {
 fn push_ipv4(frame: &mut Vec<u8>, pkt: &Packet, proto: u8, total_bytes: u16, id: u16) {
     let mut h = [0u8; IPV4_HEADER_BYTES];
     h[0] = 0x45; // version 4, IHL 5 words
+    h[1] = pkt.ecn as u8; // DSCP 0; the ECN field is the low two bits (RFC 3168 section 5)
     h[2..4].copy_from_slice(&total_bytes.to_be_bytes());
     h[4..6].copy_from_slice(&id.to_be_bytes());
     h[6..8].copy_from_slice(&IP_FLAG_DF.to_be_bytes());
@@ -657,6 +658,17 @@ mod tests {
         assert_eq!(frame[ETH_HEADER_BYTES + 9], IP_PROTO_UDP);
         let udp = &frame[ETH_HEADER_BYTES + IPV4_HEADER_BYTES..];
         assert_eq!(fold(pseudo_header_sum(&pkt, IP_PROTO_UDP, udp.len() as u32) + sum_be16(udp)), 0xffff);
+    }
+
+    #[test]
+    fn the_ecn_codepoint_and_the_ece_cwr_flags_reach_the_headers() {
+        let mut p = segment(TcpFlags::ACK | TcpFlags::ECE | TcpFlags::CWR, 100, SackBlocks::default(), PacketExt::None);
+        p.ecn = mpsim_core::IpEcn::Ce;
+        let (_, frame) = frame_of(&p);
+        assert_eq!(frame[ETH_HEADER_BYTES + 1], 0b11);
+        assert_eq!(frame[ETH_HEADER_BYTES + IPV4_HEADER_BYTES + 13], 0x10 | 0x40 | 0x80);
+        p.ecn = mpsim_core::IpEcn::Ect0;
+        assert_eq!(frame_of(&p).1[ETH_HEADER_BYTES + 1], 0b10);
     }
 
     #[test]

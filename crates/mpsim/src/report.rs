@@ -415,6 +415,7 @@ impl Simulation {
                     "drops": s.queue_drops + s.loss_drops + s.down_drops,
                     "queue_drops": s.queue_drops,
                     "loss_drops": s.loss_drops,
+                    "ecn_marks": s.ecn_marks,
                     "utilization": (s.busy_ps as f64 / dur_ps).min(1.0),
                 })
             };

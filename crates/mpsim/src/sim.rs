@@ -8,7 +8,8 @@ use crate::flows::{Demux, Endpoint, Flow};
 use crate::report::Sampler;
 use mpsim_core::mptcp::MpOption;
 use mpsim_core::{Addr, EventQueue, LinkId, NodeId, Packet, PacketId, PacketPool, SimTime};
-use mpsim_net::{iface_of_addr, EnqueueOutcome, LinkDir, NodeKind, Routes, Topology};
+use mpsim_net::qdisc::{flow_hash, QPkt};
+use mpsim_net::{iface_of_addr, AqmAction, EnqueueOutcome, LinkDir, NodeKind, Routes, Topology};
 use mpsim_proto::MptcpEvent;
 use rustc_hash::FxHashMap;
 
@@ -236,6 +237,7 @@ impl Simulation {
         if let Some(t) = next {
             self.queue.push(t, Ev::Arrival { dir, generation });
         }
+        self.settle_aqm(dir);
         if !survived {
             self.pool.free(pid);
             return;
@@ -288,8 +290,12 @@ impl Simulation {
             p.wire_bytes -= p.ext.option_bytes();
             p.ext = Default::default();
         }
-        let wire = self.pool.get(pid).wire_bytes;
-        let outcome = self.dirs[dir as usize].enqueue(self.now, pid, wire);
+        let p = self.pool.get(pid);
+        let proto = if p.proto == mpsim_core::Proto::Tcp { 6 } else { 17 };
+        let flow_hash = flow_hash(p.src.0, p.dst.0, p.sport, p.dport, proto);
+        let q = QPkt { pid, wire_bytes: p.wire_bytes, flow_hash, ect: p.ecn.is_ect(), enqueued: self.now };
+        let outcome = self.dirs[dir as usize].offer(self.now, q);
+        self.settle_aqm(dir);
         if outcome != EnqueueOutcome::Dropped {
             // As tcpdump: what the queue accepted, before the wire.
             self.capture(self.capture_egress[dir as usize], pid);
@@ -314,6 +320,21 @@ impl Simulation {
             }
             EnqueueOutcome::Dropped => {
                 self.pool.free(pid);
+            }
+        }
+    }
+
+    /// Frees the packets the queue discipline of `dir` dropped and sets CE
+    /// on the ones it marked.
+    pub(crate) fn settle_aqm(&mut self, dir: u32) {
+        let d = &mut self.dirs[dir as usize];
+        if d.aqm.is_empty() {
+            return;
+        }
+        for (pid, action) in d.aqm.drain(..) {
+            match action {
+                AqmAction::Drop => self.pool.free(pid),
+                AqmAction::Mark => self.pool.get_mut(pid).ecn = mpsim_core::IpEcn::Ce,
             }
         }
     }

@@ -74,6 +74,72 @@ pub struct LinkDirSpec {
     pub jitter_ps: u64,
     #[serde(default)]
     pub bandwidth_trace: Option<Vec<(u64, u64)>>,
+    /// Queue discipline (drop-tail when absent).
+    #[serde(default)]
+    pub qdisc: QdiscSpec,
+}
+
+/// A queue discipline and its parameters (docs/scenario-extensions.md).
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Default)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum QdiscSpec {
+    #[default]
+    Droptail,
+    /// Thresholds in the unit of `min_th` and `max_th` (the same one).
+    Red {
+        min_th: QueueSpec,
+        max_th: QueueSpec,
+        max_p: f64,
+        #[serde(default)]
+        ecn: bool,
+        #[serde(default = "default_red_weight")]
+        weight: f64,
+        #[serde(default)]
+        gentle: bool,
+        #[serde(default = "default_avpkt")]
+        avpkt_bytes: u32,
+    },
+    /// htsim's RandomQueue: drop with probability `p` in the top `region`.
+    RandomDrop { region: QueueSpec, p: f64 },
+    Codel {
+        #[serde(default = "default_codel_target")]
+        target_ps: u64,
+        #[serde(default = "default_codel_interval")]
+        interval_ps: u64,
+        #[serde(default)]
+        ecn: bool,
+    },
+    FqCodel {
+        #[serde(default = "default_codel_target")]
+        target_ps: u64,
+        #[serde(default = "default_codel_interval")]
+        interval_ps: u64,
+        #[serde(default)]
+        ecn: bool,
+        #[serde(default = "default_fq_flows")]
+        flows: u32,
+        #[serde(default = "default_fq_quantum")]
+        quantum_bytes: u32,
+    },
+}
+
+fn default_red_weight() -> f64 {
+    0.002
+}
+fn default_avpkt() -> u32 {
+    1000
+}
+fn default_codel_target() -> u64 {
+    5_000_000_000
+}
+fn default_codel_interval() -> u64 {
+    100_000_000_000
+}
+fn default_fq_flows() -> u32 {
+    1024
+}
+fn default_fq_quantum() -> u32 {
+    1514
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
@@ -223,6 +289,9 @@ pub struct FlowSpec {
     /// mptcp: ask for DSS checksums (MP_CAPABLE flag A); used if either end asks.
     #[serde(default)]
     pub dss_checksum: Option<bool>,
+    /// Ask for ECN (RFC 3168) in the SYN; servers accept either way.
+    #[serde(default)]
+    pub ecn: bool,
 }
 
 fn default_cc() -> String {

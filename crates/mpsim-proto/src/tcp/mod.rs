@@ -8,12 +8,14 @@
 //! benchmark case's instructions (docs/performance.md).
 
 mod connection;
+mod ecn;
 mod recv;
 mod rtt;
 mod scoreboard;
 mod subflow;
 
 pub use connection::TcpConnection;
+pub use ecn::Ecn;
 pub use recv::{Receiver, RecvOutcome};
 pub use rtt::RttEstimator;
 pub use scoreboard::{AckedInfo, SackedInfo, Scoreboard, Seg};
@@ -97,6 +99,9 @@ pub struct TcpConfig {
     /// How long the side that closed first stays in TIME_WAIT (RFC 9293
     /// 2 MSL; Linux `TCP_TIMEWAIT_LEN`, 60 s).
     pub time_wait: SimDuration,
+    /// Ask for ECN in the SYN (RFC 3168; Linux tcp_ecn = 1). A server
+    /// accepts a request whatever this says (tcp_ecn = 2, the default).
+    pub ecn: bool,
 }
 
 impl TcpConfig {
@@ -137,6 +142,7 @@ impl Default for TcpConfig {
             prr: false,
             time_wait: SimDuration::from_secs(60),
             timestamps: false,
+            ecn: false,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! FIN teardown. The congestion window and the controller live with the
 //! connection (`CcCtx`), so coupled controllers can see every subflow.
 
+use super::ecn::Ecn;
 use super::recv::Receiver;
 use super::rtt::RttEstimator;
 use super::scoreboard::{SackedInfo, Scoreboard, Seg, NO_TAG};
@@ -108,6 +109,8 @@ pub struct Subflow {
     /// Window to advertise instead of the subflow buffer's (MPTCP: the
     /// connection-level window, spec section 7).
     adv_wnd_override: Option<u64>,
+    /// RFC 3168 state (negotiation, echo, CWR).
+    pub ecn: Ecn,
 }
 
 /// The next segment `poll_transmit` sends.
@@ -236,6 +239,7 @@ impl Subflow {
             events: VecDeque::new(),
             stats: SubflowStats::default(),
             adv_wnd_override: None,
+            ecn: Ecn::new(cfg.ecn),
         }
     }
 
@@ -250,6 +254,7 @@ impl Subflow {
         s.rcv = Receiver::new(syn.seq + 1, cfg.rcvbuf_bytes);
         s.negotiate_timestamps(syn);
         s.peer_wnd_right = syn.wnd_bytes.max(1);
+        s.ecn.on_syn(syn);
         s
     }
 
@@ -561,6 +566,7 @@ impl Subflow {
         self.rcv = Receiver::new(pkt.seq + 1, self.cfg.rcvbuf_bytes);
         self.negotiate_timestamps(pkt);
         self.peer_wnd_right = 1 + pkt.wnd_bytes;
+        self.ecn.on_syn_ack(pkt);
         self.established(now, cc);
         self.ack_pending = true;
     }
@@ -643,6 +649,7 @@ impl Subflow {
                 }
             }
         }
+        self.on_ecn_echo(pkt, cc);
         if ack > self.snd_una {
             let ts_rtt = self.ts_rtt(now, pkt);
             self.on_new_ack(now, ack, sacked, delivered_before, ts_rtt, cc);
@@ -664,6 +671,30 @@ impl Subflow {
         }
         self.sync_cc(cc);
         self.check_send_complete();
+    }
+
+    /// RFC 3168 section 6.1.2, as Linux `tcp_enter_cwr`: an echo reduces
+    /// the window once per window of data (ssthresh from the controller,
+    /// cwnd down to it at once; Linux spreads the cut with PRR), and CWR
+    /// ends when data sent after the reduction is acknowledged
+    /// (`tcp_fastretrans_alert`).
+    fn on_ecn_echo(&mut self, pkt: &Packet, cc: &mut CcCtx) {
+        if cc.me().ca_state == CaState::Cwr && pkt.ack > self.ecn.high_seq {
+            cc.set_state(CaState::Open);
+        }
+        if !self.ecn.echoed(pkt) || !matches!(cc.me().ca_state, CaState::Open | CaState::Disorder) {
+            return;
+        }
+        self.sync_cc(cc);
+        let cwnd_pkts = cc.me().cwnd_pkts;
+        cc.me().flight_pkts = self.loss_flight_pkts(cwnd_pkts);
+        let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+        let s = cc.me();
+        s.ssthresh_pkts = ss;
+        s.cwnd_pkts = s.cwnd_pkts.min(ss);
+        s.cwnd_cnt = 0;
+        self.ecn.on_reduced(self.snd_nxt);
+        cc.set_state(CaState::Cwr);
     }
 
     /// `r` feeds the RTO estimator (Linux `seq_rtt_us`, from the oldest
@@ -792,6 +823,9 @@ impl Subflow {
                 let ss = cc.me().ssthresh_pkts;
                 cc.me().cwnd_pkts = ss;
             }
+        } else if state == CaState::Cwr {
+            // An ECN reduction under way ends on its own ACK, not on SACKs
+            // (Linux `tcp_try_to_open` leaves CWR alone).
         } else if self.sb.sacked_bytes() > 0 {
             cc.set_state(CaState::Disorder);
         } else if state == CaState::Disorder {
@@ -802,9 +836,13 @@ impl Subflow {
     fn enter_recovery(&mut self, cc: &mut CcCtx) {
         self.sync_cc(cc);
         let prior_cwnd_pkts = cc.me().cwnd_pkts;
-        cc.me().flight_pkts = self.loss_flight_pkts(prior_cwnd_pkts);
-        let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
-        cc.me().ssthresh_pkts = ss;
+        // A loss during an ECN reduction does not reduce again (Linux
+        // `tcp_enter_recovery` cuts only when not already reducing).
+        if cc.me().ca_state != CaState::Cwr {
+            cc.me().flight_pkts = self.loss_flight_pkts(prior_cwnd_pkts);
+            let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+            cc.me().ssthresh_pkts = ss;
+        }
         cc.me().cwnd_cnt = 0;
         self.recovery_point = self.snd_nxt;
         self.force_rtx = true;
@@ -858,13 +896,14 @@ impl Subflow {
     // ----- receiver -----
 
     fn on_data(&mut self, now: SimTime, pkt: &Packet) {
+        let ce_ack_now = self.ecn.on_segment(pkt);
         if pkt.payload_bytes > 0 {
             let start = pkt.seq;
             let out = self.rcv.on_data(start, start + pkt.payload_bytes as u64);
             if out.delivered > 0 {
                 self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
             }
-            self.schedule_ack(now, out.ack_now);
+            self.schedule_ack(now, out.ack_now || ce_ack_now);
         }
         if pkt.flags.has(TcpFlags::FIN) {
             self.peer_fin_seq = Some(pkt.seq + pkt.payload_bytes as u64);
@@ -1131,7 +1170,9 @@ impl Subflow {
         });
         self.stats.bytes_sent += len;
         self.after_send(now);
-        self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now)
+        let mut p = self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now);
+        self.ecn.on_new_data(&mut p);
+        p
     }
 
     fn fin_segment(&mut self, now: SimTime) -> Packet {
@@ -1210,7 +1251,7 @@ impl Subflow {
         let offer = self.cfg.timestamps && flags & TcpFlags::SYN != 0 && self.is_client;
         let ts = (self.ts_on || offer)
             .then(|| Timestamps { val_ms: Timestamps::clock_ms(now), ecr_ms: if self.ts_on { self.ts_recent_ms } else { 0 } });
-        Packet {
+        let mut p = Packet {
             src: self.local,
             dst: self.remote,
             sport: self.local_port,
@@ -1225,7 +1266,10 @@ impl Subflow {
             payload_bytes: payload,
             wire_bytes: payload + self.cfg.header_bytes + sack.option_bytes(),
             ext: Default::default(),
-        }
+            ecn: Default::default(),
+        };
+        self.ecn.on_build(&mut p);
+        p
     }
 }
 

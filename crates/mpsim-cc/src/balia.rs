@@ -152,8 +152,10 @@ impl CongestionController for Balia {
                 let Some((x_r, x_max, _)) = reference_rates(subflows, r) else {
                     return reno_ssthresh(own, self.mode);
                 };
-                // w_r − (w_r/2)·min(α_r, 1.5)
-                let w = own.w_tilde();
+                // w_r − (w_r/2)·min(α_r, 1.5), with w_r the RFC 5681
+                // FlightSize the transport hands over, the base Reno halves
+                // (spec 2), so that one subflow (α = 1) decreases as Reno.
+                let w = own.flight_pkts;
                 (w - w / 2.0 * (x_max / x_r).min(1.5)).max(MIN_SSTHRESH_PKTS)
             }
             CcMode::Linux if established_count(subflows) <= 1 => reno_ssthresh(own, self.mode),
@@ -298,6 +300,31 @@ mod tests {
     fn linux_balia_keeps_cwnd_at_one_after_rto() {
         let trace = cwnd_trace(&mut Balia::new(CcMode::Linux));
         assert!(trace.iter().all(|w| *w >= 1.0 && w.fract() == 0.0));
+    }
+
+    #[test]
+    fn reference_decrease_applies_to_flight_size_like_reno() {
+        // RFC 5681's FlightSize, as Reno: subflow 1 has 8 of its 10
+        // packets out, α1 = 1 (x1 = 200 is the fastest): 8 − 4·1 = 4.
+        let mut s = example_pair();
+        s[0].flight_pkts = 8.0;
+        let mut c = Balia::new(CcMode::Reference);
+        assert_eq!(c.ssthresh_on_loss(&s, 0), 4.0);
+        // Subflow 2 (α2 = 2, capped at 1.5) with 16 packets out: 16 − 8·1.5 = 4.
+        s[1].flight_pkts = 16.0;
+        assert_eq!(c.ssthresh_on_loss(&s, 1), 4.0);
+    }
+
+    #[test]
+    fn single_subflow_decrease_equals_reno_in_both_modes() {
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for flight in [6.0, 10.0, 13.0] {
+                let mut s = vec![ca_subflow(10.0, 50)];
+                s[0].flight_pkts = flight;
+                let reno = crate::Reno::new(mode).ssthresh_on_loss(&s, 0);
+                assert_eq!(Balia::new(mode).ssthresh_on_loss(&s, 0), reno, "{mode:?} flight {flight}");
+            }
+        }
     }
 
     #[test]

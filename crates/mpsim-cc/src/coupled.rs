@@ -1,7 +1,9 @@
-//! COUPLED, the fully coupled controller of Kelly–Voice and Han et al.
-//! (spec section 6): every subflow grows by `1/w_total` and a loss on `r`
-//! removes half of the *total* window from `r`. It moves all traffic to the
-//! least congested paths. Uses no RTT.
+//! COUPLED, the fully coupled rule as Wischik, Raiciu, Greenhalgh and
+//! Handley state and evaluate it (NSDI 2011; spec section 6): every subflow
+//! grows by `1/w_total` and a loss on `r` removes half of the *total*
+//! window from `r`. It moves all traffic to the least congested paths. Uses
+//! no RTT. (Kelly and Voice's coupled controller, which weighs the increase
+//! by RTT and halves the subflow's own window, is `kellyvoice`.)
 //!
 //! Not in Linux. Linux mode is an integer rendering: Linux's Reno counter
 //! with `w_total` as the window (one packet per `w_total` packets

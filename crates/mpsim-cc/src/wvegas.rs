@@ -16,17 +16,56 @@ use mpsim_core::time::PS_PER_S;
 use mpsim_core::{SimDuration, SimTime};
 
 use crate::common::{reno_on_ack, reset_slot, slot, slow_start};
+use crate::params::Params;
 use crate::vegas::{linux_current_ssthresh, rtt_units, vegas_reno_ssthresh, RttRound, LINUX_MIN_CWND_PKTS, MIN_ROUND_SAMPLES};
-use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
+use crate::{AckSample, CaState, CcError, CcMode, CongestionController, SubflowCc};
 
-/// `initial_alpha` and the floor of every `α_r`, packets.
-const INITIAL_ALPHA_PKTS: f64 = 2.0;
-/// `total_alpha`: packets the whole connection keeps queued.
-const TOTAL_ALPHA_PKTS: f64 = 10.0;
-/// `gamma`: slow-start exit threshold, packets.
-const GAMMA_PKTS: f64 = 1.0;
 /// `MPTCP_WVEGAS_SCALE`: rates and weights are scaled by 2^16.
 const SCALE: u32 = 16;
+
+/// wVegas's parameters (the Linux module's `initial_alpha`, `total_alpha`
+/// and `gamma`), packets. Linux mode truncates them to integers, as the
+/// module's `int` parameters are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WVegasParams {
+    /// `α_r` of a subflow before its first weighting, and the floor of every `α_r`.
+    pub initial_alpha_pkts: f64,
+    /// Packets the whole connection keeps queued, shared by rate.
+    pub total_alpha_pkts: f64,
+    /// Slow-start exit threshold.
+    pub gamma_pkts: f64,
+}
+
+impl Default for WVegasParams {
+    /// The paper's and Linux's 2, 10 and 1 (spec 11).
+    fn default() -> Self {
+        WVegasParams { initial_alpha_pkts: 2.0, total_alpha_pkts: 10.0, gamma_pkts: 1.0 }
+    }
+}
+
+impl WVegasParams {
+    /// A scenario's `total_alpha`, `initial_alpha` and `gamma` over the defaults.
+    pub(crate) fn take(p: &mut Params<'_>) -> Result<WVegasParams, CcError> {
+        let d = WVegasParams::default();
+        let params = WVegasParams {
+            total_alpha_pkts: p.take("total_alpha", 1.0)?.unwrap_or(d.total_alpha_pkts),
+            initial_alpha_pkts: p.take("initial_alpha", 1.0)?.unwrap_or(d.initial_alpha_pkts),
+            gamma_pkts: p.take("gamma", 0.0)?.unwrap_or(d.gamma_pkts),
+        };
+        Ok(params)
+    }
+
+    fn in_mode(self, mode: CcMode) -> Self {
+        match mode {
+            CcMode::Reference => self,
+            CcMode::Linux => WVegasParams {
+                initial_alpha_pkts: self.initial_alpha_pkts.trunc(),
+                total_alpha_pkts: self.total_alpha_pkts.trunc(),
+                gamma_pkts: self.gamma_pkts.trunc(),
+            },
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 struct WVegasSubflow {
@@ -37,8 +76,9 @@ struct WVegasSubflow {
     /// Minimum sample since the last reset, in `RttRound` units.
     base: Option<u64>,
     round: RttRound,
-    /// `α_r`, packets (integer-valued in linux mode).
-    alpha_pkts: f64,
+    /// `α_r`, packets (integer-valued in linux mode); `None` until first
+    /// weighted: `initial_alpha`.
+    alpha_pkts: Option<f64>,
     /// Reference `x_r = w_r/RTT_r`, packets/s (0 = unknown).
     rate_pkts_per_s: f64,
     /// Reference `weight_r`, fraction.
@@ -58,7 +98,7 @@ impl Default for WVegasSubflow {
             beg_snd_nxt: None,
             base: None,
             round: RttRound::default(),
-            alpha_pkts: INITIAL_ALPHA_PKTS,
+            alpha_pkts: None,
             rate_pkts_per_s: 0.0,
             weight_frac: 1.0,
             rate_lx: 0,
@@ -83,12 +123,22 @@ impl WVegasSubflow {
 
 pub struct WVegas {
     mode: CcMode,
+    params: WVegasParams,
     subs: Vec<WVegasSubflow>,
 }
 
 impl WVegas {
     pub fn new(mode: CcMode) -> Self {
-        WVegas { mode, subs: Vec::new() }
+        Self::with_params(mode, WVegasParams::default())
+    }
+
+    pub fn with_params(mode: CcMode, params: WVegasParams) -> Self {
+        WVegas { mode, params: params.in_mode(mode), subs: Vec::new() }
+    }
+
+    /// `α_r` of subflow `r`, packets.
+    fn alpha_pkts(&self, r: usize) -> f64 {
+        self.subs.get(r).and_then(|st| st.alpha_pkts).unwrap_or(self.params.initial_alpha_pkts)
     }
 
     /// `(RTT, diff, target)` of subflow `r`'s round.
@@ -108,6 +158,7 @@ impl WVegas {
 
     /// Updates `x_r`, `weight_r` and `α_r` (spec 11.1 step 1, 11.2).
     fn reweight(&mut self, subflows: &[SubflowCc], r: usize, cwnd: f64, rtt: f64) {
+        let p = self.params;
         match self.mode {
             CcMode::Reference => {
                 let rate = cwnd / (rtt / PS_PER_S as f64);
@@ -120,7 +171,7 @@ impl WVegas {
                 if total > 0.0 {
                     st.weight_frac = rate / total;
                 }
-                st.alpha_pkts = (st.weight_frac * TOTAL_ALPHA_PKTS).max(INITIAL_ALPHA_PKTS);
+                st.alpha_pkts = Some((st.weight_frac * p.total_alpha_pkts).max(p.initial_alpha_pkts));
             }
             CcMode::Linux => {
                 let rate = ((cwnd as u64) << SCALE) / (rtt as u64).max(1);
@@ -135,8 +186,8 @@ impl WVegas {
                 if total > 0 && rate > 0 {
                     st.weight_lx = (rate << SCALE) / total;
                 }
-                let alpha = (st.weight_lx * TOTAL_ALPHA_PKTS as u64) >> SCALE;
-                st.alpha_pkts = (alpha as f64).max(INITIAL_ALPHA_PKTS);
+                let alpha = (st.weight_lx * p.total_alpha_pkts as u64) >> SCALE;
+                st.alpha_pkts = Some((alpha as f64).max(p.initial_alpha_pkts));
             }
         }
     }
@@ -146,17 +197,17 @@ impl WVegas {
         let st = *slot(&mut self.subs, r);
         let Some(base) = st.base else { return };
         let (rtt, diff, target) = self.estimate(subflows[r].cwnd_pkts, base, &st.round);
-        if diff > GAMMA_PKTS && subflows[r].in_slow_start() {
+        if diff > self.params.gamma_pkts && subflows[r].in_slow_start() {
             let s = &mut subflows[r];
             s.cwnd_pkts = s.cwnd_pkts.min(target + 1.0);
             s.ssthresh_pkts = s.ssthresh_pkts.min(s.cwnd_pkts - 1.0);
         } else if subflows[r].in_slow_start() {
             slow_start(&mut subflows[r], acked, self.mode);
         } else {
-            if diff >= st.alpha_pkts {
+            if diff >= self.alpha_pkts(r) {
                 self.reweight(subflows, r, subflows[r].cwnd_pkts, rtt);
             }
-            let alpha = slot(&mut self.subs, r).alpha_pkts;
+            let alpha = self.alpha_pkts(r);
             let s = &mut subflows[r];
             if diff > alpha {
                 s.cwnd_pkts -= 1.0;
@@ -292,11 +343,11 @@ mod tests {
         slot(&mut c.subs, 1).rate_pkts_per_s = 100.0;
         run_round(&mut c, &mut s, 0, &[40, 50, 60]);
         assert!(close(c.subs[0].rate_pkts_per_s, 200.0, 1e-9));
-        assert!(close(c.subs[0].alpha_pkts, 20.0 / 3.0, 1e-9));
+        assert!(close(c.alpha_pkts(0), 20.0 / 3.0, 1e-9));
         assert_eq!(s[0].cwnd_pkts, 11.0);
         assert!(close(c.subs[0].q_min, 10.0e9, 1e-3), "q_min = 10 ms, no drain");
         run_round(&mut c, &mut s, 1, &[180, 200, 220]);
-        assert!(close(c.subs[1].alpha_pkts, 10.0 / 3.0, 1e-9));
+        assert!(close(c.alpha_pkts(1), 10.0 / 3.0, 1e-9));
         assert_eq!(s[1].cwnd_pkts, 21.0);
     }
 
@@ -308,7 +359,7 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[40, 50, 60]);
         run_round(&mut c, &mut s, 1, &[180, 200, 220]);
         assert_eq!((s[0].cwnd_pkts, s[1].cwnd_pkts), (11.0, 21.0));
-        assert_eq!((c.subs[0].alpha_pkts, c.subs[1].alpha_pkts), (2.0, 2.0));
+        assert_eq!((c.alpha_pkts(0), c.alpha_pkts(1)), (2.0, 2.0));
         assert_eq!((c.subs[0].rate_lx, c.subs[1].rate_lx), (0, 0));
     }
 
@@ -320,7 +371,7 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[39, 50, 61]);
         assert_eq!(c.subs[0].rate_lx, 13);
         assert_eq!(c.subs[0].weight_lx, 1 << SCALE);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
     }
 
     #[test]
@@ -397,7 +448,7 @@ mod tests {
         slot(&mut c.subs, 1).rate_pkts_per_s = 100.0;
         run_round(&mut c, &mut s, 0, &[40, 50, 60]);
         assert_eq!(c.subs[0].weight_frac, 1.0);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
     }
 
     #[test]
@@ -419,11 +470,11 @@ mod tests {
         let mut s = [ca_subflow(10.0, 50)];
         let mut c = WVegas::new(CcMode::Linux);
         run_round(&mut c, &mut s, 0, &[39, 50, 61]);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
         c.on_state_change(&mut s, 0, CaState::Recovery);
         assert!(!c.subs[0].enabled);
         c.on_state_change(&mut s, 0, CaState::Open);
-        assert_eq!(c.subs[0].alpha_pkts, 2.0);
+        assert_eq!(c.alpha_pkts(0), 2.0);
         assert_eq!(c.subs[0].rate_lx, 0);
         assert!(c.subs[0].base.is_some(), "baseRTT survives");
     }
@@ -435,7 +486,7 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[39, 50, 61]);
         c.on_state_change(&mut s, 0, CaState::Recovery);
         c.on_state_change(&mut s, 0, CaState::Open);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
         assert_eq!(c.subs[0].round.count, 0);
     }
 

@@ -89,6 +89,9 @@ struct WVegasSubflow {
     weight_lx: u64,
     /// Smallest queueing delay seen, `RttRound` units (0 = unset).
     q_min: f64,
+    /// A drain cut the window: the next round of the drain rule only
+    /// watches (reference mode).
+    drained: bool,
 }
 
 impl Default for WVegasSubflow {
@@ -104,6 +107,7 @@ impl Default for WVegasSubflow {
             rate_lx: 0,
             weight_lx: 1 << SCALE,
             q_min: 0.0,
+            drained: false,
         }
     }
 }
@@ -219,17 +223,32 @@ impl WVegas {
         }
         let s = &mut subflows[r];
         s.cwnd_pkts = s.cwnd_pkts.max(LINUX_MIN_CWND_PKTS).min(s.cwnd_clamp_pkts);
-        if self.mode == CcMode::Linux {
-            linux_current_ssthresh(s);
+        // tcp_current_ssthresh at the end of every round, in both modes: the
+        // threshold follows the window up again after a decrease lowered
+        // it (as in Vegas), so a drained subflow slow-starts back to ¾ of
+        // its window instead of crawling back one packet per round.
+        match self.mode {
+            CcMode::Reference => s.ssthresh_pkts = s.ssthresh_pkts.max(0.75 * s.cwnd_pkts),
+            CcMode::Linux => linux_current_ssthresh(s),
         }
     }
 
     /// Queue drain (spec 11.1 step 3): when the queueing delay reaches
     /// twice its minimum, cut the window to `w·baseRTT/(2·RTT)`. Linux does
     /// not require a positive minimum, so a zero-queue round halves.
+    ///
+    /// Reference mode skips the first round after a drain: its samples
+    /// measure the queue the cut has just emptied, and a minimum taken
+    /// there makes the refill that follows (slow start back to ssthresh)
+    /// look like a doubled queue, draining again every other round. Linux
+    /// (`mptcp_wvegas_cong_avoid`) re-arms on that round.
     fn drain(&mut self, s: &mut SubflowCc, r: usize, rtt: f64, base: f64) {
         let q = rtt - base;
+        let mode = self.mode;
         let st = slot(&mut self.subs, r);
+        if mode == CcMode::Reference && std::mem::take(&mut st.drained) {
+            return;
+        }
         if st.q_min == 0.0 || st.q_min > q {
             st.q_min = q;
         }
@@ -246,6 +265,7 @@ impl WVegas {
                 }
             };
             st.q_min = 0.0;
+            st.drained = true;
         }
     }
 }
@@ -401,6 +421,55 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[60, 60, 60]);
         assert!(close(s[0].cwnd_pkts, 4.0, 1e-12));
         assert_eq!(c.subs[0].q_min, 0.0);
+    }
+
+    #[test]
+    fn reference_round_raises_ssthresh_to_three_quarters_of_cwnd() {
+        // tcp_current_ssthresh after each round, as Linux: a drain or a
+        // decrease leaves a threshold to slow-start back to.
+        let mut s = [ca_subflow(20.0, 40)];
+        let mut c = WVegas::new(CcMode::Reference);
+        run_round(&mut c, &mut s, 0, &[40, 41, 42]);
+        assert_eq!(s[0].cwnd_pkts, 21.0);
+        assert!(close(s[0].ssthresh_pkts, 15.75, 1e-12), "ssthresh {}", s[0].ssthresh_pkts);
+    }
+
+    #[test]
+    fn queue_drain_does_not_rearm_on_the_round_after_a_drain() {
+        let mut s = [ca_subflow(10.0, 40)];
+        let mut c = WVegas::new(CcMode::Reference);
+        run_round(&mut c, &mut s, 0, &[40, 50, 60]);
+        run_round(&mut c, &mut s, 0, &[60, 60, 60]);
+        assert!(close(s[0].cwnd_pkts, 4.0, 1e-12), "drained");
+        // Slow start back to ssthresh with an empty queue (q = 2 ms)...
+        for _ in 0..20 {
+            if !s[0].in_slow_start() {
+                break;
+            }
+            run_round(&mut c, &mut s, 0, &[42, 42, 42]);
+        }
+        assert!(!s[0].in_slow_start());
+        // ...then the first round of the drain rule sees the drained queue:
+        // it must not become the minimum that the next round doubles.
+        run_round(&mut c, &mut s, 0, &[42, 42, 42]);
+        let w = s[0].cwnd_pkts;
+        run_round(&mut c, &mut s, 0, &[46, 46, 46]);
+        assert_eq!(s[0].cwnd_pkts, w + 1.0, "q = 6 ms against the 2 ms of a drained round: no drain");
+    }
+
+    #[test]
+    fn linux_drain_rearms_on_the_next_round_as_the_kernel_does() {
+        let mut s = [ca_subflow(30.0, 40)];
+        s[0].ssthresh_pkts = 2.0;
+        let mut c = WVegas::new(CcMode::Linux);
+        run_round(&mut c, &mut s, 0, &[40, 44, 48]);
+        run_round(&mut c, &mut s, 0, &[52, 52, 52]);
+        assert!(s[0].cwnd_pkts < 20.0, "drained: {}", s[0].cwnd_pkts);
+        s[0].ssthresh_pkts = 2.0;
+        run_round(&mut c, &mut s, 0, &[42, 42, 42]);
+        let w = s[0].cwnd_pkts;
+        run_round(&mut c, &mut s, 0, &[46, 46, 46]);
+        assert!(s[0].cwnd_pkts < w, "queue_delay re-armed at 2 ms, 6 ms drains: {w} -> {}", s[0].cwnd_pkts);
     }
 
     #[test]

@@ -117,6 +117,8 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
         "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
         "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
     }
+    if flow.cc_params:
+        spec["cc_params"] = {key: float(value) for key, value in flow.cc_params.items()}
     if flow.transport == "udp":
         # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
         del spec["cc"]

@@ -33,17 +33,21 @@ fn mptcp_capacity_bps() -> f64 {
     BW_BPS as f64 * 1428.0 / FULL_FRAME_BYTES as f64
 }
 
-fn in_mode(mut flow: Value, mode: &str, params: &Value) -> Value {
+/// The wVegas flow in `mode` with the flow keys of `extra` (e.g.
+/// `{"cc_params": {...}, "delayed_ack": false}`).
+fn in_mode(mut flow: Value, mode: &str, extra: &Value) -> Value {
     flow["cc_mode"] = json!(mode);
-    flow["cc_params"] = params.clone();
+    for (k, v) in extra.as_object().into_iter().flatten() {
+        flow[k] = v.clone();
+    }
     flow
 }
 
-/// `params` are the flow's `cc_params` (`{}` for the defaults).
-pub fn idle_paths(mode: &str, params: &Value, duration_s: f64) -> IdlePaths {
+/// `extra`: further keys of the wVegas flow (`{}` for the defaults).
+pub fn idle_paths(mode: &str, extra: &Value, duration_s: f64) -> IdlePaths {
     let mut t = TwoPath::new([BW_BPS, BW_BPS], [DELAY_MS, DELAY_MS]);
     t.duration_s = duration_s;
-    t.flows = vec![in_mode(TwoPath::mptcp_flow("mp", "wvegas", download(None)), mode, params)];
+    t.flows = vec![in_mode(TwoPath::mptcp_flow("mp", "wvegas", download(None)), mode, extra)];
     let (_, s) = run(&t.spec()).expect("testbed spec builds");
     let per_path_bps = s["flows"]["mp"]["subflows"]
         .as_array()
@@ -68,14 +72,14 @@ impl Bottleneck {
     }
 }
 
-/// `params` are the flow's `cc_params`; `tcp_until_s`: a Reno TCP flow
-/// shares the bottleneck until then (0: none).
-pub fn bottleneck(mode: &str, params: &Value, tcp_until_s: f64, from_s: f64, duration_s: f64) -> Bottleneck {
+/// `extra`: further keys of the wVegas flow; `tcp_until_s`: a Reno TCP
+/// flow shares the bottleneck until then (0: none).
+pub fn bottleneck(mode: &str, extra: &Value, tcp_until_s: f64, from_s: f64, duration_s: f64) -> Bottleneck {
     let mut b = SharedBottleneck::new("wvegas");
     b.duration_s = duration_s;
     b.queue_pkts = bdp_pkts(BW_BPS, 2.0 * DELAY_MS);
     let mut spec = b.spec();
-    spec["flows"][0] = in_mode(spec["flows"][0].clone(), mode, params);
+    spec["flows"][0] = in_mode(spec["flows"][0].clone(), mode, extra);
     if tcp_until_s > 0.0 {
         spec["flows"][1]["stop_ps"] = json!((tcp_until_s * PS_PER_S as f64) as u64);
     } else if let Some(flows) = spec["flows"].as_array_mut() {

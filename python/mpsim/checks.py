@@ -86,7 +86,7 @@ def notes(scenario: Scenario) -> list[Problem]:
                 ("flow", i, "cc_mode"),
                 f"note: linux mode follows the out-of-tree MPTCP kernel's {cc}, which counts ACK events "
                 f"where Reno counts packets{quirk}: under delayed ACKs it gets about 0.6-0.7 of a Reno "
-                f"flow's throughput on one path (see docs/validation.md); cc_mode = \"reference\" is RFC 6356's rule",
+                f"flow's throughput on a lossy path (docs/validation.md); cc_mode = \"reference\" is the published rule",
             ))  # fmt: skip
     return found
 

@@ -265,7 +265,7 @@ impl WVegas {
                 }
             };
             st.q_min = 0.0;
-            st.drained = true;
+            st.drained = mode == CcMode::Reference;
         }
     }
 }

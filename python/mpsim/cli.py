@@ -270,6 +270,8 @@ def validate_command(
     sys.stdout.write(
         f"{file}: ok ({len(scenario.nodes)} nodes, {len(scenario.links)} links, {len(scenario.flows)} flows)\n"
     )
+    for note in scenario.notes():
+        sys.stderr.write(f"{note}\n")
 
 
 @app.command("plot")

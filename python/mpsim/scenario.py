@@ -51,11 +51,19 @@ FORMAT_VERSION = 1
 DEFAULT_RCVBUF_BYTES = 6291456  # Linux tcp_rmem max
 CC_BY_TRANSPORT: dict[str, tuple[str, ...]] = {
     "tcp": ("reno", "cubic", "vegas"),
-    "mptcp": ("reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"),
+    "mptcp": ("reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas", "kellyvoice"),
     "cmt": ("reno",),
     "udp": (),
 }
 DEFAULT_CC = {"tcp": "reno", "mptcp": "lia", "cmt": "reno", "udp": None}
+# `cc_params` keys by controller, with the smallest value each accepts (packets).
+CC_PARAMS: dict[str, dict[str, float]] = {
+    "vegas": {"alpha": 0.0, "beta": 0.0, "gamma": 0.0},
+    "wvegas": {"total_alpha": 1.0, "initial_alpha": 1.0, "gamma": 0.0},
+    "balia": {"ssthresh_floor": 1.0},
+}
+# Controllers whose linux mode follows the out-of-tree MPTCP kernel's coupled modules.
+LINUX_COUPLED_CC = ("lia", "olia", "balia")
 MPTCP_SCHEDULERS = ("default", "roundrobin", "redundant", "upstream")
 MPTCP_PATH_MANAGERS = ("default", "fullmesh", "ndiffports", "endpoints")
 # What the engine gets when a key is left out (filled in by spec.py).
@@ -82,6 +90,12 @@ def _positive(value: int) -> int:
     return value
 
 
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
 def _known_format(value: int) -> int:
     if value != FORMAT_VERSION:
         raise ValueError(f"format {value} is not supported: this mpsim reads format {FORMAT_VERSION}")
@@ -102,6 +116,7 @@ PositiveSizeBytes = Annotated[int, BeforeValidator(units.parse_size), AfterValid
 QueueLimit = Annotated[dict[str, int], BeforeValidator(units.parse_queue)]
 Probability = Annotated[float, BeforeValidator(units.parse_probability)]
 Count = Annotated[StrictInt, AfterValidator(_positive)]
+CcParam = Annotated[float, BeforeValidator(_number)]
 SubflowCount = Annotated[StrictInt, Field(ge=1, le=MAX_MPTCP_SUBFLOWS)]
 SubflowLimit = Annotated[StrictInt, Field(ge=0, le=MAX_MPTCP_SUBFLOWS)]
 Name = Annotated[str, AfterValidator(_name)]
@@ -362,6 +377,7 @@ class Flow(_Model):
     stop_ps: TimePs | None = Field(None, alias="stop")
     cc: str | None = None
     cc_mode: Literal["reference", "linux"] = "reference"
+    cc_params: dict[str, CcParam] | None = None
     scheduler: Literal["default", "roundrobin", "redundant", "upstream"] | None = None
     path_manager: Literal["default", "fullmesh", "ndiffports", "endpoints"] | None = None
     subflows: SubflowCount | None = None
@@ -505,6 +521,12 @@ class Scenario(_Model):
         problems = not_runnable(self)
         if problems:
             raise _first_error(self._source, problems, self._applied)
+
+    def notes(self) -> list[str]:
+        """Remarks on a valid scenario, one line each as `FILE:LINE: KEY: note: ...`."""
+        from .checks import notes
+
+        return [str(self._source.error(loc, message, self._applied)) for loc, message in notes(self)]
 
     def to_engine_spec(self) -> dict[str, Any]:
         """The plain JSON document of docs/engine-spec.md."""

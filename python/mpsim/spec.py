@@ -126,6 +126,8 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
     }
     if flow.ecn:  # off is the engine's default
         spec["ecn"] = True
+    if flow.cc_params:
+        spec["cc_params"] = {key: float(value) for key, value in flow.cc_params.items()}
     if flow.transport == "udp":
         # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
         del spec["cc"]

@@ -25,6 +25,9 @@ const SCALE_STEP: u32 = 5;
 const SRTT_US_PER_S: u64 = 8_000_000;
 /// Reference-mode floor of the BALIA ssthresh, packets (Reno compatible).
 const MIN_SSTHRESH_PKTS: f64 = 2.0;
+/// Linux's floor with several subflows (`max(cwnd − md, 1)`), as the
+/// draft's "1 MSS".
+const LINUX_MIN_SSTHRESH_PKTS: f64 = 1.0;
 
 /// Linux `ai`/`md` of one subflow, from its last recomputation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -37,6 +40,9 @@ struct LinuxParams {
 
 pub struct Balia {
     mode: CcMode,
+    /// Smallest ssthresh a BALIA decrease leaves with several subflows,
+    /// packets (one subflow decreases as Reno).
+    floor_pkts: f64,
     /// Linux per-subflow `ai`/`md`; `None` until first computed.
     linux: Vec<Option<LinuxParams>>,
 }
@@ -89,7 +95,17 @@ fn linux_params(subflows: &[SubflowCc], r: usize) -> LinuxParams {
 
 impl Balia {
     pub fn new(mode: CcMode) -> Self {
-        Balia { mode, linux: Vec::new() }
+        Self::with_floor(mode, None)
+    }
+
+    /// `floor_pkts` overrides the mode's ssthresh floor (2 packets in
+    /// reference mode, 1 in linux mode and in the draft).
+    pub fn with_floor(mode: CcMode, floor_pkts: Option<f64>) -> Self {
+        let default = match mode {
+            CcMode::Reference => MIN_SSTHRESH_PKTS,
+            CcMode::Linux => LINUX_MIN_SSTHRESH_PKTS,
+        };
+        Balia { mode, floor_pkts: floor_pkts.unwrap_or(default).max(1.0), linux: Vec::new() }
     }
 
     fn recalc(&mut self, subflows: &[SubflowCc], r: usize) -> LinuxParams {
@@ -152,14 +168,16 @@ impl CongestionController for Balia {
                 let Some((x_r, x_max, _)) = reference_rates(subflows, r) else {
                     return reno_ssthresh(own, self.mode);
                 };
-                // w_r − (w_r/2)·min(α_r, 1.5)
-                let w = own.w_tilde();
-                (w - w / 2.0 * (x_max / x_r).min(1.5)).max(MIN_SSTHRESH_PKTS)
+                // w_r − (w_r/2)·min(α_r, 1.5), with w_r the RFC 5681
+                // FlightSize the transport hands over, the base Reno halves
+                // (spec 2), so that one subflow (α = 1) decreases as Reno.
+                let w = own.flight_pkts;
+                (w - w / 2.0 * (x_max / x_r).min(1.5)).max(self.floor_pkts)
             }
             CcMode::Linux if established_count(subflows) <= 1 => reno_ssthresh(own, self.mode),
             CcMode::Linux => {
                 let md = self.params(subflows, r).md;
-                (own.cwnd_pkts - md as f64).max(1.0)
+                (own.cwnd_pkts - md as f64).max(self.floor_pkts)
             }
         }
     }
@@ -301,10 +319,46 @@ mod tests {
     }
 
     #[test]
+    fn reference_decrease_applies_to_flight_size_like_reno() {
+        // RFC 5681's FlightSize, as Reno: subflow 1 has 8 of its 10
+        // packets out, α1 = 1 (x1 = 200 is the fastest): 8 − 4·1 = 4.
+        let mut s = example_pair();
+        s[0].flight_pkts = 8.0;
+        let mut c = Balia::new(CcMode::Reference);
+        assert_eq!(c.ssthresh_on_loss(&s, 0), 4.0);
+        // Subflow 2 (α2 = 2, capped at 1.5) with 16 packets out: 16 − 8·1.5 = 4.
+        s[1].flight_pkts = 16.0;
+        assert_eq!(c.ssthresh_on_loss(&s, 1), 4.0);
+    }
+
+    #[test]
+    fn single_subflow_decrease_equals_reno_in_both_modes() {
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for flight in [6.0, 10.0, 13.0] {
+                let mut s = vec![ca_subflow(10.0, 50)];
+                s[0].flight_pkts = flight;
+                let reno = crate::Reno::new(mode).ssthresh_on_loss(&s, 0);
+                assert_eq!(Balia::new(mode).ssthresh_on_loss(&s, 0), reno, "{mode:?} flight {flight}");
+            }
+        }
+    }
+
+    #[test]
     fn reference_ssthresh_is_at_least_two() {
         let s = vec![ca_subflow(2.0, 400), ca_subflow(20.0, 10)];
         let mut c = Balia::new(CcMode::Reference);
         assert_eq!(c.ssthresh_on_loss(&s, 0), 2.0);
+    }
+
+    #[test]
+    fn ssthresh_floor_is_settable_in_both_modes() {
+        // Subflow 1 slow (α = 10 capped at 1.5): 2 − 1.5 = 0.5 → floor.
+        let s = vec![ca_subflow(2.0, 400), ca_subflow(20.0, 10)];
+        assert_eq!(Balia::new(CcMode::Reference).ssthresh_on_loss(&s, 0), 2.0);
+        assert_eq!(Balia::with_floor(CcMode::Reference, Some(1.0)).ssthresh_on_loss(&s, 0), 1.0);
+        // Linux: md = (2 >> 1)·1.5 = 1, 2 − 1 = 1; floor 1 by default.
+        assert_eq!(Balia::new(CcMode::Linux).ssthresh_on_loss(&s, 0), 1.0);
+        assert_eq!(Balia::with_floor(CcMode::Linux, Some(2.0)).ssthresh_on_loss(&s, 0), 2.0);
     }
 
     #[test]

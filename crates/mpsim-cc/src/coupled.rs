@@ -1,13 +1,15 @@
-//! COUPLED, the fully coupled controller of Kelly–Voice and Han et al.
-//! (spec section 6): every subflow grows by `1/w_total` and a loss on `r`
-//! removes half of the *total* window from `r`. It moves all traffic to the
-//! least congested paths. Uses no RTT.
+//! COUPLED, the fully coupled rule as Wischik, Raiciu, Greenhalgh and
+//! Handley state and evaluate it (NSDI 2011; spec section 6): every subflow
+//! grows by `1/w_total` and a loss on `r` removes half of the *total*
+//! window from `r`. It moves all traffic to the least congested paths. Uses
+//! no RTT. (Kelly and Voice's coupled controller, which weighs the increase
+//! by RTT and halves the subflow's own window, is `kellyvoice`.)
 //!
 //! Not in Linux. Linux mode is an integer rendering: Linux's Reno counter
 //! with `w_total` as the window (one packet per `w_total` packets
 //! acknowledged) and an integer ssthresh.
 
-use crate::common::{after_slow_start, linux_acked, linux_reno_ca, reno_ssthresh, reno_unless_coupled, w_total_pkts};
+use crate::common::{after_slow_start, coupled, linux_acked, linux_reno_ca, reno_ssthresh, reno_unless_coupled, w_total_pkts};
 use crate::{AckSample, CcMode, CongestionController, SubflowCc};
 
 /// Smallest window a COUPLED decrease leaves, packets (spec 6; htsim floors
@@ -50,11 +52,19 @@ impl CongestionController for Coupled {
         if !own.is_coupled() {
             return reno_ssthresh(own, self.mode);
         }
-        // w_r − w_total/2, floored at one packet (spec 6).
-        let reduced = own.w_tilde() - w_total_pkts(subflows) / 2.0;
+        if coupled(subflows).count() <= 1 {
+            // w_total = w_r: the decrease is Reno's halving, floor included (spec 6, 13.1).
+            return reno_ssthresh(own, self.mode);
+        }
+        // w_r − w_total/2, floored at one packet (spec 6). Reference mode
+        // counts its own window as the RFC 5681 FlightSize, the base Reno
+        // halves (spec 2); linux mode halves cwnd as tcp_reno_ssthresh does.
         let reduced = match self.mode {
-            CcMode::Reference => reduced,
-            CcMode::Linux => reduced.floor(),
+            CcMode::Reference => {
+                let others = w_total_pkts(subflows) - own.w_tilde();
+                own.flight_pkts - (others + own.flight_pkts) / 2.0
+            }
+            CcMode::Linux => (own.w_tilde() - w_total_pkts(subflows) / 2.0).floor(),
         };
         reduced.max(MIN_CWND_PKTS)
     }
@@ -85,6 +95,28 @@ mod tests {
         let mut c = Coupled::new(CcMode::Reference);
         assert_eq!(c.ssthresh_on_loss(&s, 0), 1.0);
         assert_eq!(c.ssthresh_on_loss(&s, 1), 5.0);
+    }
+
+    #[test]
+    fn reference_decrease_applies_to_flight_size_like_reno() {
+        // The subflow's own share of w_total is its RFC 5681 FlightSize:
+        // 16 of subflow 2's 20 packets out, w_total = 10 + 16: 16 − 13 = 3.
+        let mut s = example_pair();
+        s[1].flight_pkts = 16.0;
+        let mut c = Coupled::new(CcMode::Reference);
+        assert_eq!(c.ssthresh_on_loss(&s, 1), 3.0);
+    }
+
+    #[test]
+    fn single_subflow_decrease_equals_reno_in_both_modes() {
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for (cwnd, flight) in [(10.0, 6.0), (10.0, 10.0), (10.0, 13.0), (3.0, 3.0)] {
+                let mut s = vec![crate::test_support::ca_subflow(cwnd, 50)];
+                s[0].flight_pkts = flight;
+                let reno = crate::Reno::new(mode).ssthresh_on_loss(&s, 0);
+                assert_eq!(Coupled::new(mode).ssthresh_on_loss(&s, 0), reno, "{mode:?} cwnd {cwnd} flight {flight}");
+            }
+        }
     }
 
     #[test]

@@ -13,8 +13,10 @@ mod common;
 mod coupled;
 mod cubic;
 mod ewtcp;
+mod kellyvoice;
 mod lia;
 mod olia;
+mod params;
 mod reno;
 mod semicoupled;
 #[cfg(test)]
@@ -27,12 +29,13 @@ pub use common::{linux_reno_ca, slow_start};
 pub use coupled::Coupled;
 pub use cubic::Cubic;
 pub use ewtcp::Ewtcp;
+pub use kellyvoice::KellyVoice;
 pub use lia::Lia;
 pub use olia::Olia;
 pub use reno::Reno;
 pub use semicoupled::{Aggressiveness, SemiCoupled};
 pub use vegas::{Vegas, VegasParams};
-pub use wvegas::WVegas;
+pub use wvegas::{WVegas, WVegasParams};
 
 /// TCP congestion-avoidance state (Linux `ca_state`), spec 1.3.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -179,6 +182,9 @@ pub enum CcError {
     Unknown(String),
     #[error("congestion control '{0}' is not available for transport '{1}'")]
     NotForTransport(String, String),
+    /// A `cc_params` key the controller does not have, or a bad value.
+    #[error("congestion control '{cc}': parameter '{key}': {message}")]
+    BadParam { cc: String, key: String, message: String },
 }
 
 /// Applies `$body` to the controller inside any variant of [`Controller`].
@@ -195,6 +201,7 @@ macro_rules! each_controller {
             Controller::Olia($c) => $body,
             Controller::Balia($c) => $body,
             Controller::WVegas($c) => $body,
+            Controller::KellyVoice($c) => $body,
         }
     };
 }
@@ -212,6 +219,7 @@ pub enum Controller {
     Olia(Olia),
     Balia(Balia),
     WVegas(WVegas),
+    KellyVoice(KellyVoice),
 }
 
 /// Names accepted for single-path TCP.
@@ -219,22 +227,47 @@ pub const TCP_ALGORITHMS: &[&str] = &["reno", "cubic", "vegas"];
 
 /// Names accepted for MPTCP: the uncoupled Reno and CUBIC (one instance
 /// per subflow) and the multipath controllers.
-pub const MPTCP_ALGORITHMS: &[&str] = &["reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
+pub const MPTCP_ALGORITHMS: &[&str] =
+    &["reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas", "kellyvoice"];
+
+/// The `cc_params` keys each controller has (spec: `name:key=value,...`).
+pub const CC_PARAMS: &[(&str, &[&str])] = &[
+    ("vegas", &["alpha", "beta", "gamma"]),
+    ("wvegas", &["total_alpha", "initial_alpha", "gamma"]),
+    ("balia", &["ssthresh_floor"]),
+];
+
+/// The `cc_params` keys of controller `name` (none for most).
+pub fn param_keys(name: &str) -> &'static [&'static str] {
+    CC_PARAMS.iter().find(|(n, _)| *n == name).map_or(&[], |(_, keys)| keys)
+}
 
 impl Controller {
-    /// Builds the controller `name` in `mode`.
-    pub fn new(name: &str, mode: CcMode) -> Result<Controller, CcError> {
+    /// Builds the controller `spec` names in `mode`. `spec` is a name, or a
+    /// name followed by `:key=value,...` parameters (see [`CC_PARAMS`]).
+    pub fn new(spec: &str, mode: CcMode) -> Result<Controller, CcError> {
+        let (name, mut params) = params::split_spec(spec)?;
+        let c = match name {
+            "vegas" => Controller::Vegas(Vegas::with_params(mode, VegasParams::take(&mut params)?)),
+            "wvegas" => Controller::WVegas(WVegas::with_params(mode, WVegasParams::take(&mut params)?)),
+            "balia" => Controller::Balia(Balia::with_floor(mode, params.take("ssthresh_floor", 1.0)?)),
+            _ => Self::without_params(name, mode)?,
+        };
+        params.finish(param_keys(name))?;
+        Ok(c)
+    }
+
+    /// The controllers that have no parameters.
+    fn without_params(name: &str, mode: CcMode) -> Result<Controller, CcError> {
         Ok(match name {
             "reno" => Controller::Reno(Reno::new(mode)),
             "cubic" => Controller::Cubic(Cubic::new(mode)),
-            "vegas" => Controller::Vegas(Vegas::new(mode)),
             "ewtcp" => Controller::Ewtcp(Ewtcp::new(mode)),
             "coupled" => Controller::Coupled(Coupled::new(mode)),
             "semicoupled" => Controller::SemiCoupled(SemiCoupled::new(mode)),
             "lia" => Controller::Lia(Lia::new(mode)),
             "olia" => Controller::Olia(Olia::new(mode)),
-            "balia" => Controller::Balia(Balia::new(mode)),
-            "wvegas" => Controller::WVegas(WVegas::new(mode)),
+            "kellyvoice" => Controller::KellyVoice(KellyVoice::new(mode)),
             other => return Err(CcError::Unknown(other.to_string())),
         })
     }
@@ -282,8 +315,10 @@ impl CongestionController for Controller {
 mod tests {
     use super::*;
     use crate::test_support::{ack, ca_subflow, cwnd_trace, example_pair};
+    use crate::Reno;
 
-    const ALL: &[&str] = &["reno", "cubic", "vegas", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas"];
+    const ALL: &[&str] =
+        &["reno", "cubic", "vegas", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas", "kellyvoice"];
 
     #[test]
     fn every_name_builds_a_controller_that_reports_it() {
@@ -291,6 +326,63 @@ mod tests {
             for name in ALL {
                 let c = Controller::new(name, mode).map(|c| c.name());
                 assert_eq!(c, Ok(*name));
+            }
+        }
+    }
+
+    /// The controllers the spec says decrease as Reno on one subflow (13.1).
+    const RENO_ON_ONE_SUBFLOW: &[&str] = &["ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "kellyvoice"];
+
+    #[test]
+    fn one_subflow_loss_response_is_renos_whatever_the_flight_size() {
+        // The transport hands FlightSize = min(outstanding, cwnd) (RFC 3042
+        // segments excluded); reference Reno halves it, Linux halves cwnd.
+        for mode in [CcMode::Reference, CcMode::Linux] {
+            for (cwnd, flight) in [(10.0, 10.0), (10.0, 7.0), (31.0, 12.5), (3.0, 3.0), (3.0, 1.0)] {
+                let mut s = vec![ca_subflow(cwnd, 60)];
+                s[0].flight_pkts = flight;
+                let reno = Reno::new(mode).ssthresh_on_loss(&s, 0);
+                for name in RENO_ON_ONE_SUBFLOW {
+                    let mut c = Controller::new(name, mode).unwrap_or_else(|e| panic!("{e}"));
+                    assert_eq!(c.ssthresh_on_loss(&s, 0), reno, "{name} {mode:?} cwnd {cwnd} flight {flight}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parameters_follow_the_name_after_a_colon() {
+        let c = Controller::new("vegas:alpha=1,beta=3,gamma=1", CcMode::Reference).map(|c| c.name());
+        assert_eq!(c, Ok("vegas"));
+        assert!(Controller::new("wvegas:total_alpha=20", CcMode::Linux).is_ok());
+        assert!(Controller::new("balia:ssthresh_floor=1", CcMode::Reference).is_ok());
+        assert!(Controller::new("lia:", CcMode::Reference).is_ok());
+    }
+
+    #[test]
+    fn a_parameter_of_another_controller_or_a_bad_value_is_refused_by_key() {
+        let key_of = |spec: &str| match Controller::new(spec, CcMode::Reference) {
+            Err(CcError::BadParam { key, .. }) => key,
+            other => panic!("{spec}: {:?}", other.map(|c| c.name())),
+        };
+        assert_eq!(key_of("lia:alpha=2"), "alpha");
+        assert_eq!(key_of("vegas:total_alpha=2"), "total_alpha");
+        assert_eq!(key_of("vegas:alpha=-1"), "alpha");
+        assert_eq!(key_of("vegas:beta=1"), "beta");
+        assert_eq!(key_of("vegas:alpha=5"), "alpha");
+        assert_eq!(key_of("vegas:alpha=3,beta=2"), "beta");
+        assert_eq!(key_of("wvegas:total_alpha=0"), "total_alpha");
+        assert_eq!(key_of("balia:ssthresh_floor=0.5"), "ssthresh_floor");
+        assert_eq!(key_of("balia:floor=1"), "floor");
+        assert_eq!(Controller::new("bbr:alpha=1", CcMode::Reference).err(), Some(CcError::Unknown("bbr".into())));
+    }
+
+    #[test]
+    fn every_parameter_key_is_accepted_by_its_controller() {
+        for (name, keys) in CC_PARAMS {
+            for key in *keys {
+                let spec = format!("{name}:{key}=3");
+                assert!(Controller::new(&spec, CcMode::Reference).is_ok(), "{spec}");
             }
         }
     }

@@ -13,7 +13,8 @@
 use mpsim_core::{SimDuration, SimTime};
 
 use crate::common::{reno_on_ack, reset_slot, slot, slow_start};
-use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
+use crate::params::Params;
+use crate::{AckSample, CaState, CcError, CcMode, CongestionController, SubflowCc};
 
 /// Vegas thresholds, packets queued in the network.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,6 +32,27 @@ impl VegasParams {
     pub const LINUX: VegasParams = VegasParams { alpha_pkts: 2.0, beta_pkts: 4.0, gamma_pkts: 1.0 };
     /// Brakmo & Peterson 1995 (α = 1, β = 3, γ = 1).
     pub const PAPER: VegasParams = VegasParams { alpha_pkts: 1.0, beta_pkts: 3.0, gamma_pkts: 1.0 };
+}
+
+impl VegasParams {
+    /// A scenario's `alpha`, `beta` and `gamma` (packets) over the
+    /// defaults, taken from `p`; `beta` must not be below `alpha`.
+    pub(crate) fn take(p: &mut Params<'_>) -> Result<VegasParams, CcError> {
+        let d = VegasParams::default();
+        let alpha = p.take("alpha", 0.0)?;
+        let beta = p.take("beta", 0.0)?;
+        let gamma = p.take("gamma", 0.0)?;
+        let params = VegasParams {
+            alpha_pkts: alpha.unwrap_or(d.alpha_pkts),
+            beta_pkts: beta.unwrap_or(d.beta_pkts),
+            gamma_pkts: gamma.unwrap_or(d.gamma_pkts),
+        };
+        if params.beta_pkts < params.alpha_pkts {
+            let key = if beta.is_some() { "beta" } else { "alpha" };
+            return Err(p.error(key, &format!("beta ({}) must be at least alpha ({})", params.beta_pkts, params.alpha_pkts)));
+        }
+        Ok(params)
+    }
 }
 
 impl Default for VegasParams {

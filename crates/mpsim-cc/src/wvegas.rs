@@ -16,17 +16,56 @@ use mpsim_core::time::PS_PER_S;
 use mpsim_core::{SimDuration, SimTime};
 
 use crate::common::{reno_on_ack, reset_slot, slot, slow_start};
+use crate::params::Params;
 use crate::vegas::{linux_current_ssthresh, rtt_units, vegas_reno_ssthresh, RttRound, LINUX_MIN_CWND_PKTS, MIN_ROUND_SAMPLES};
-use crate::{AckSample, CaState, CcMode, CongestionController, SubflowCc};
+use crate::{AckSample, CaState, CcError, CcMode, CongestionController, SubflowCc};
 
-/// `initial_alpha` and the floor of every `α_r`, packets.
-const INITIAL_ALPHA_PKTS: f64 = 2.0;
-/// `total_alpha`: packets the whole connection keeps queued.
-const TOTAL_ALPHA_PKTS: f64 = 10.0;
-/// `gamma`: slow-start exit threshold, packets.
-const GAMMA_PKTS: f64 = 1.0;
 /// `MPTCP_WVEGAS_SCALE`: rates and weights are scaled by 2^16.
 const SCALE: u32 = 16;
+
+/// wVegas's parameters (the Linux module's `initial_alpha`, `total_alpha`
+/// and `gamma`), packets. Linux mode truncates them to integers, as the
+/// module's `int` parameters are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WVegasParams {
+    /// `α_r` of a subflow before its first weighting, and the floor of every `α_r`.
+    pub initial_alpha_pkts: f64,
+    /// Packets the whole connection keeps queued, shared by rate.
+    pub total_alpha_pkts: f64,
+    /// Slow-start exit threshold.
+    pub gamma_pkts: f64,
+}
+
+impl Default for WVegasParams {
+    /// The paper's and Linux's 2, 10 and 1 (spec 11).
+    fn default() -> Self {
+        WVegasParams { initial_alpha_pkts: 2.0, total_alpha_pkts: 10.0, gamma_pkts: 1.0 }
+    }
+}
+
+impl WVegasParams {
+    /// A scenario's `total_alpha`, `initial_alpha` and `gamma` over the defaults.
+    pub(crate) fn take(p: &mut Params<'_>) -> Result<WVegasParams, CcError> {
+        let d = WVegasParams::default();
+        let params = WVegasParams {
+            total_alpha_pkts: p.take("total_alpha", 1.0)?.unwrap_or(d.total_alpha_pkts),
+            initial_alpha_pkts: p.take("initial_alpha", 1.0)?.unwrap_or(d.initial_alpha_pkts),
+            gamma_pkts: p.take("gamma", 0.0)?.unwrap_or(d.gamma_pkts),
+        };
+        Ok(params)
+    }
+
+    fn in_mode(self, mode: CcMode) -> Self {
+        match mode {
+            CcMode::Reference => self,
+            CcMode::Linux => WVegasParams {
+                initial_alpha_pkts: self.initial_alpha_pkts.trunc(),
+                total_alpha_pkts: self.total_alpha_pkts.trunc(),
+                gamma_pkts: self.gamma_pkts.trunc(),
+            },
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 struct WVegasSubflow {
@@ -37,8 +76,9 @@ struct WVegasSubflow {
     /// Minimum sample since the last reset, in `RttRound` units.
     base: Option<u64>,
     round: RttRound,
-    /// `α_r`, packets (integer-valued in linux mode).
-    alpha_pkts: f64,
+    /// `α_r`, packets (integer-valued in linux mode); `None` until first
+    /// weighted: `initial_alpha`.
+    alpha_pkts: Option<f64>,
     /// Reference `x_r = w_r/RTT_r`, packets/s (0 = unknown).
     rate_pkts_per_s: f64,
     /// Reference `weight_r`, fraction.
@@ -49,6 +89,9 @@ struct WVegasSubflow {
     weight_lx: u64,
     /// Smallest queueing delay seen, `RttRound` units (0 = unset).
     q_min: f64,
+    /// A drain cut the window: the next round of the drain rule only
+    /// watches (reference mode).
+    drained: bool,
 }
 
 impl Default for WVegasSubflow {
@@ -58,12 +101,13 @@ impl Default for WVegasSubflow {
             beg_snd_nxt: None,
             base: None,
             round: RttRound::default(),
-            alpha_pkts: INITIAL_ALPHA_PKTS,
+            alpha_pkts: None,
             rate_pkts_per_s: 0.0,
             weight_frac: 1.0,
             rate_lx: 0,
             weight_lx: 1 << SCALE,
             q_min: 0.0,
+            drained: false,
         }
     }
 }
@@ -83,12 +127,22 @@ impl WVegasSubflow {
 
 pub struct WVegas {
     mode: CcMode,
+    params: WVegasParams,
     subs: Vec<WVegasSubflow>,
 }
 
 impl WVegas {
     pub fn new(mode: CcMode) -> Self {
-        WVegas { mode, subs: Vec::new() }
+        Self::with_params(mode, WVegasParams::default())
+    }
+
+    pub fn with_params(mode: CcMode, params: WVegasParams) -> Self {
+        WVegas { mode, params: params.in_mode(mode), subs: Vec::new() }
+    }
+
+    /// `α_r` of subflow `r`, packets.
+    fn alpha_pkts(&self, r: usize) -> f64 {
+        self.subs.get(r).and_then(|st| st.alpha_pkts).unwrap_or(self.params.initial_alpha_pkts)
     }
 
     /// `(RTT, diff, target)` of subflow `r`'s round.
@@ -108,6 +162,7 @@ impl WVegas {
 
     /// Updates `x_r`, `weight_r` and `α_r` (spec 11.1 step 1, 11.2).
     fn reweight(&mut self, subflows: &[SubflowCc], r: usize, cwnd: f64, rtt: f64) {
+        let p = self.params;
         match self.mode {
             CcMode::Reference => {
                 let rate = cwnd / (rtt / PS_PER_S as f64);
@@ -120,7 +175,7 @@ impl WVegas {
                 if total > 0.0 {
                     st.weight_frac = rate / total;
                 }
-                st.alpha_pkts = (st.weight_frac * TOTAL_ALPHA_PKTS).max(INITIAL_ALPHA_PKTS);
+                st.alpha_pkts = Some((st.weight_frac * p.total_alpha_pkts).max(p.initial_alpha_pkts));
             }
             CcMode::Linux => {
                 let rate = ((cwnd as u64) << SCALE) / (rtt as u64).max(1);
@@ -135,8 +190,8 @@ impl WVegas {
                 if total > 0 && rate > 0 {
                     st.weight_lx = (rate << SCALE) / total;
                 }
-                let alpha = (st.weight_lx * TOTAL_ALPHA_PKTS as u64) >> SCALE;
-                st.alpha_pkts = (alpha as f64).max(INITIAL_ALPHA_PKTS);
+                let alpha = (st.weight_lx * p.total_alpha_pkts as u64) >> SCALE;
+                st.alpha_pkts = Some((alpha as f64).max(p.initial_alpha_pkts));
             }
         }
     }
@@ -146,17 +201,17 @@ impl WVegas {
         let st = *slot(&mut self.subs, r);
         let Some(base) = st.base else { return };
         let (rtt, diff, target) = self.estimate(subflows[r].cwnd_pkts, base, &st.round);
-        if diff > GAMMA_PKTS && subflows[r].in_slow_start() {
+        if diff > self.params.gamma_pkts && subflows[r].in_slow_start() {
             let s = &mut subflows[r];
             s.cwnd_pkts = s.cwnd_pkts.min(target + 1.0);
             s.ssthresh_pkts = s.ssthresh_pkts.min(s.cwnd_pkts - 1.0);
         } else if subflows[r].in_slow_start() {
             slow_start(&mut subflows[r], acked, self.mode);
         } else {
-            if diff >= st.alpha_pkts {
+            if diff >= self.alpha_pkts(r) {
                 self.reweight(subflows, r, subflows[r].cwnd_pkts, rtt);
             }
-            let alpha = slot(&mut self.subs, r).alpha_pkts;
+            let alpha = self.alpha_pkts(r);
             let s = &mut subflows[r];
             if diff > alpha {
                 s.cwnd_pkts -= 1.0;
@@ -168,17 +223,32 @@ impl WVegas {
         }
         let s = &mut subflows[r];
         s.cwnd_pkts = s.cwnd_pkts.max(LINUX_MIN_CWND_PKTS).min(s.cwnd_clamp_pkts);
-        if self.mode == CcMode::Linux {
-            linux_current_ssthresh(s);
+        // tcp_current_ssthresh at the end of every round, in both modes: the
+        // threshold follows the window up again after a decrease lowered
+        // it (as in Vegas), so a drained subflow slow-starts back to ¾ of
+        // its window instead of crawling back one packet per round.
+        match self.mode {
+            CcMode::Reference => s.ssthresh_pkts = s.ssthresh_pkts.max(0.75 * s.cwnd_pkts),
+            CcMode::Linux => linux_current_ssthresh(s),
         }
     }
 
     /// Queue drain (spec 11.1 step 3): when the queueing delay reaches
     /// twice its minimum, cut the window to `w·baseRTT/(2·RTT)`. Linux does
     /// not require a positive minimum, so a zero-queue round halves.
+    ///
+    /// Reference mode skips the first round after a drain: its samples
+    /// measure the queue the cut has just emptied, and a minimum taken
+    /// there makes the refill that follows (slow start back to ssthresh)
+    /// look like a doubled queue, draining again every other round. Linux
+    /// (`mptcp_wvegas_cong_avoid`) re-arms on that round.
     fn drain(&mut self, s: &mut SubflowCc, r: usize, rtt: f64, base: f64) {
         let q = rtt - base;
+        let mode = self.mode;
         let st = slot(&mut self.subs, r);
+        if mode == CcMode::Reference && std::mem::take(&mut st.drained) {
+            return;
+        }
         if st.q_min == 0.0 || st.q_min > q {
             st.q_min = q;
         }
@@ -195,6 +265,7 @@ impl WVegas {
                 }
             };
             st.q_min = 0.0;
+            st.drained = mode == CcMode::Reference;
         }
     }
 }
@@ -292,11 +363,11 @@ mod tests {
         slot(&mut c.subs, 1).rate_pkts_per_s = 100.0;
         run_round(&mut c, &mut s, 0, &[40, 50, 60]);
         assert!(close(c.subs[0].rate_pkts_per_s, 200.0, 1e-9));
-        assert!(close(c.subs[0].alpha_pkts, 20.0 / 3.0, 1e-9));
+        assert!(close(c.alpha_pkts(0), 20.0 / 3.0, 1e-9));
         assert_eq!(s[0].cwnd_pkts, 11.0);
         assert!(close(c.subs[0].q_min, 10.0e9, 1e-3), "q_min = 10 ms, no drain");
         run_round(&mut c, &mut s, 1, &[180, 200, 220]);
-        assert!(close(c.subs[1].alpha_pkts, 10.0 / 3.0, 1e-9));
+        assert!(close(c.alpha_pkts(1), 10.0 / 3.0, 1e-9));
         assert_eq!(s[1].cwnd_pkts, 21.0);
     }
 
@@ -308,7 +379,7 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[40, 50, 60]);
         run_round(&mut c, &mut s, 1, &[180, 200, 220]);
         assert_eq!((s[0].cwnd_pkts, s[1].cwnd_pkts), (11.0, 21.0));
-        assert_eq!((c.subs[0].alpha_pkts, c.subs[1].alpha_pkts), (2.0, 2.0));
+        assert_eq!((c.alpha_pkts(0), c.alpha_pkts(1)), (2.0, 2.0));
         assert_eq!((c.subs[0].rate_lx, c.subs[1].rate_lx), (0, 0));
     }
 
@@ -320,7 +391,7 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[39, 50, 61]);
         assert_eq!(c.subs[0].rate_lx, 13);
         assert_eq!(c.subs[0].weight_lx, 1 << SCALE);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
     }
 
     #[test]
@@ -350,6 +421,55 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[60, 60, 60]);
         assert!(close(s[0].cwnd_pkts, 4.0, 1e-12));
         assert_eq!(c.subs[0].q_min, 0.0);
+    }
+
+    #[test]
+    fn reference_round_raises_ssthresh_to_three_quarters_of_cwnd() {
+        // tcp_current_ssthresh after each round, as Linux: a drain or a
+        // decrease leaves a threshold to slow-start back to.
+        let mut s = [ca_subflow(20.0, 40)];
+        let mut c = WVegas::new(CcMode::Reference);
+        run_round(&mut c, &mut s, 0, &[40, 41, 42]);
+        assert_eq!(s[0].cwnd_pkts, 21.0);
+        assert!(close(s[0].ssthresh_pkts, 15.75, 1e-12), "ssthresh {}", s[0].ssthresh_pkts);
+    }
+
+    #[test]
+    fn queue_drain_does_not_rearm_on_the_round_after_a_drain() {
+        let mut s = [ca_subflow(10.0, 40)];
+        let mut c = WVegas::new(CcMode::Reference);
+        run_round(&mut c, &mut s, 0, &[40, 50, 60]);
+        run_round(&mut c, &mut s, 0, &[60, 60, 60]);
+        assert!(close(s[0].cwnd_pkts, 4.0, 1e-12), "drained");
+        // Slow start back to ssthresh with an empty queue (q = 2 ms)...
+        for _ in 0..20 {
+            if !s[0].in_slow_start() {
+                break;
+            }
+            run_round(&mut c, &mut s, 0, &[42, 42, 42]);
+        }
+        assert!(!s[0].in_slow_start());
+        // ...then the first round of the drain rule sees the drained queue:
+        // it must not become the minimum that the next round doubles.
+        run_round(&mut c, &mut s, 0, &[42, 42, 42]);
+        let w = s[0].cwnd_pkts;
+        run_round(&mut c, &mut s, 0, &[46, 46, 46]);
+        assert_eq!(s[0].cwnd_pkts, w + 1.0, "q = 6 ms against the 2 ms of a drained round: no drain");
+    }
+
+    #[test]
+    fn linux_drain_rearms_on_the_next_round_as_the_kernel_does() {
+        let mut s = [ca_subflow(30.0, 40)];
+        s[0].ssthresh_pkts = 2.0;
+        let mut c = WVegas::new(CcMode::Linux);
+        run_round(&mut c, &mut s, 0, &[40, 44, 48]);
+        run_round(&mut c, &mut s, 0, &[52, 52, 52]);
+        assert!(s[0].cwnd_pkts < 20.0, "drained: {}", s[0].cwnd_pkts);
+        s[0].ssthresh_pkts = 2.0;
+        run_round(&mut c, &mut s, 0, &[42, 42, 42]);
+        let w = s[0].cwnd_pkts;
+        run_round(&mut c, &mut s, 0, &[46, 46, 46]);
+        assert!(s[0].cwnd_pkts < w, "queue_delay re-armed at 2 ms, 6 ms drains: {w} -> {}", s[0].cwnd_pkts);
     }
 
     #[test]
@@ -397,7 +517,7 @@ mod tests {
         slot(&mut c.subs, 1).rate_pkts_per_s = 100.0;
         run_round(&mut c, &mut s, 0, &[40, 50, 60]);
         assert_eq!(c.subs[0].weight_frac, 1.0);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
     }
 
     #[test]
@@ -419,11 +539,11 @@ mod tests {
         let mut s = [ca_subflow(10.0, 50)];
         let mut c = WVegas::new(CcMode::Linux);
         run_round(&mut c, &mut s, 0, &[39, 50, 61]);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
         c.on_state_change(&mut s, 0, CaState::Recovery);
         assert!(!c.subs[0].enabled);
         c.on_state_change(&mut s, 0, CaState::Open);
-        assert_eq!(c.subs[0].alpha_pkts, 2.0);
+        assert_eq!(c.alpha_pkts(0), 2.0);
         assert_eq!(c.subs[0].rate_lx, 0);
         assert!(c.subs[0].base.is_some(), "baseRTT survives");
     }
@@ -435,7 +555,7 @@ mod tests {
         run_round(&mut c, &mut s, 0, &[39, 50, 61]);
         c.on_state_change(&mut s, 0, CaState::Recovery);
         c.on_state_change(&mut s, 0, CaState::Open);
-        assert_eq!(c.subs[0].alpha_pkts, 10.0);
+        assert_eq!(c.alpha_pkts(0), 10.0);
         assert_eq!(c.subs[0].round.count, 0);
     }
 

@@ -303,7 +303,7 @@ impl Simulation {
                     mpsim_cc::TCP_ALGORITHMS
                 )));
             }
-            Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
+            Controller::new(&f.cc_spec(), cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
         }
         if f.transport == TransportSpec::Mptcp {
             if !mpsim_cc::MPTCP_ALGORITHMS.contains(&f.cc.as_str()) {
@@ -313,7 +313,7 @@ impl Simulation {
                     mpsim_cc::MPTCP_ALGORITHMS
                 )));
             }
-            Controller::new(&f.cc, cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
+            Controller::new(&f.cc_spec(), cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
         }
         let mptcp = if f.transport == TransportSpec::Mptcp { Some(self.mptcp_flow(f, &client_links, &what)?) } else { None };
         if f.mss_bytes == 0 || f.rcvbuf_bytes < f.mss_bytes as u64 {

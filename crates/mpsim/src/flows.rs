@@ -220,7 +220,7 @@ impl Simulation {
         let f = &self.flows[flow as usize];
         let (server_addr, server_port, client) = (f.server_addr, f.server_port, f.client);
         let kind = match &f.mptcp {
-            None => match TcpConnection::connect(f.tcp, &f.spec.cc, (addr, port), (server_addr, server_port)) {
+            None => match TcpConnection::connect(f.tcp, &f.spec.cc_spec(), (addr, port), (server_addr, server_port)) {
                 Ok(mut c) => {
                     c.set_sndbuf(f.spec.sndbuf_bytes);
                     EpKind::Tcp(Box::new(c))
@@ -295,7 +295,7 @@ impl Simulation {
         let side_bit = (side == Side::Server) as u64;
         MptcpConfig {
             tcp: f.tcp,
-            cc: f.spec.cc.clone(),
+            cc: f.spec.cc_spec(),
             scheduler: m.scheduler,
             path_manager: m.path_manager,
             local_addrs,
@@ -314,7 +314,7 @@ impl Simulation {
         }
         let f = &self.flows[flow as usize];
         let kind = match &f.mptcp {
-            None => match TcpConnection::accept(f.tcp, &f.spec.cc, syn) {
+            None => match TcpConnection::accept(f.tcp, &f.spec.cc_spec(), syn) {
                 Ok(mut c) => {
                     c.set_sndbuf(f.spec.sndbuf_bytes);
                     EpKind::Tcp(Box::new(c))

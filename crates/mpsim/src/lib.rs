@@ -12,6 +12,7 @@ mod sim;
 pub mod spec;
 pub mod testbed;
 pub mod validation;
+pub mod validation_wvegas;
 
 pub use mpsim_core::SimTime;
 pub use report::{Table, Traces};

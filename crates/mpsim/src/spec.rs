@@ -3,6 +3,7 @@
 //! are checked here; cross-references are resolved when the world is built.
 
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -217,6 +218,18 @@ pub enum CcModeSpec {
     Linux,
 }
 
+impl FlowSpec {
+    /// The controller as transports build it: `cc`, then its parameters
+    /// as `:key=value,...` in key order.
+    pub fn cc_spec(&self) -> String {
+        if self.cc_params.is_empty() {
+            return self.cc.clone();
+        }
+        let pairs: Vec<String> = self.cc_params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        format!("{}:{}", self.cc, pairs.join(","))
+    }
+}
+
 fn default_true() -> bool {
     true
 }
@@ -237,6 +250,10 @@ pub struct FlowSpec {
     pub cc: String,
     #[serde(default)]
     pub cc_mode: CcModeSpec,
+    /// Controller parameters (`cc_params`), by key; which keys exist
+    /// depends on `cc` (mpsim_cc::CC_PARAMS).
+    #[serde(default)]
+    pub cc_params: BTreeMap<String, f64>,
     pub mss_bytes: u32,
     pub rcvbuf_bytes: u64,
     #[serde(default)]

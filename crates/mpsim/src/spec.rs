@@ -213,6 +213,10 @@ pub struct FlowSpec {
     /// mptcp: ask for DSS checksums (MP_CAPABLE flag A); used if either end asks.
     #[serde(default)]
     pub dss_checksum: Option<bool>,
+    /// The flow starts at `start_ps` plus an offset drawn uniformly from
+    /// [0, start_jitter_ps] from the flow's own seeded stream, picoseconds.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 fn default_cc() -> String {

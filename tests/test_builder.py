@@ -8,7 +8,7 @@ from mpsim import Network, ScenarioError, load_scenario
 
 
 def dumbbell_by_hand(**link_units) -> Network:
-    net = Network("dumbbell", seed=1, duration="60s", sample_interval="1s")
+    net = Network("dumbbell", seed=1, duration="60s", sample_interval="1s", start_jitter="50ms")
     net.describe("Reno and CUBIC downloads sharing a 10 Mbps, 20 ms bottleneck")
     for host in ("snd1", "snd2", "rcv1", "rcv2"):
         net.add_host(host)

@@ -122,9 +122,10 @@ def test_mptcp_keys_reach_the_spec(tmp_path, keys, expected):
 
 def test_tcp_and_udp_flows_carry_no_multipath_keys():
     spec = load_scenario(SCENARIOS / "shared-bottleneck.toml").to_engine_spec()
-    flows = {f["name"]: f for f in spec["flows"]}
-    assert list(flows["tcp"]) == FLOW_KEYS
-    assert list(flows["mptcp"]) == FLOW_KEYS + MPTCP_KEYS
+    # The example sets a start jitter: start_jitter_ps follows the common keys.
+    flows = {f["name"]: [k for k in f if k != "start_jitter_ps"] for f in spec["flows"]}
+    assert flows["tcp"] == FLOW_KEYS
+    assert flows["mptcp"] == FLOW_KEYS + MPTCP_KEYS
 
 
 @pytest.mark.parametrize(
@@ -285,7 +286,7 @@ def test_subflow_throughput_is_the_difference_of_delivered_bytes():
 def test_connections_table_has_its_schema():
     r = Results({"flows": {}}, {})
     assert list(r.connections.columns) == ["time_s", "flow", "connection", "side", "rcv_buffer_bytes", "ooo_bytes"]
-    assert SCHEMAS["subflows"].names[-1] == "reinjected_bytes"
+    assert "reinjected_bytes" in SCHEMAS["subflows"].names
 
 
 # ------------------------------------------------------------ on the engine

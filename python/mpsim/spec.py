@@ -117,6 +117,9 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
         "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
         "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
     }
+    start_jitter_ps = flow.start_jitter_ps if flow.start_jitter_ps is not None else sim.start_jitter_ps
+    if start_jitter_ps:  # only when set, so documents without it stay as they were
+        spec["start_jitter_ps"] = start_jitter_ps
     if flow.transport == "udp":
         # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
         del spec["cc"]

@@ -1,6 +1,6 @@
 //! What a run leaves behind: time series sampled every `sample_interval`
 //! into column buffers (interfaces like ifstat, flows, subflows), request
-//! records, and the run summary of SCENARIO-FORMAT.md.
+//! records, and the run summary (docs/scenario-reference.md).
 
 use crate::endpoint::EpKind;
 use crate::sim::{Ev, Simulation};
@@ -484,7 +484,7 @@ impl Simulation {
         }
     }
 
-    /// The run summary (SCENARIO-FORMAT.md), without `mpsim_version`.
+    /// The run summary (docs/scenario-reference.md), without `mpsim_version`.
     pub fn summary(&self) -> Value {
         let mut flows = Map::new();
         for (i, _) in self.flows.iter().enumerate() {

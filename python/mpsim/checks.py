@@ -2,8 +2,12 @@
 
 Names unique, references resolved (nodes, links, interfaces), keys that fit
 the flow's app and transport, congestion controllers that exist for the
-transport, and bandwidth trace files that exist and parse. Each problem is a
-(key path, message) pair; scenario.py turns the first into a ScenarioError.
+transport, bandwidth trace files that exist and parse, a path between each
+flow's hosts, flows that start before the end. Each problem is a (key path,
+message) pair; scenario.py turns the first into a ScenarioError. Warnings
+(`scenario_warnings`: valid values that are probably not meant) are pairs
+too, turned into ScenarioWarnings; `random_sources` says what in a
+scenario draws from the seed.
 """
 
 from __future__ import annotations
@@ -130,12 +134,14 @@ def _bare_numbers(data: dict[str, Any]) -> list[Problem]:
             n = _plain_number(table.get(key))
             if n is not None and 0 < n < IMPLAUSIBLE_RATE_BPS:
                 v = _shown(table[key])
-                found.append(((*loc, key), f"{v} is {v} bit/s: a plain number is in bit/s; write a unit, e.g. \"{v}Mbps\""))
+                message = f'{v} is {v} bit/s: a plain number is in bit/s; write a unit, e.g. "{v}Mbps"'
+                found.append(((*loc, key), message))
         for key in DELAY_KEYS:
             n = _plain_number(table.get(key))
             if n is not None and n >= IMPLAUSIBLE_DELAY_S:
                 v = _shown(table[key])
-                found.append(((*loc, key), f"{v} is {v} s: a plain number is in seconds; write a unit, e.g. \"{v}ms\""))
+                message = f'{v} is {v} s: a plain number is in seconds; write a unit, e.g. "{v}ms"'
+                found.append(((*loc, key), message))
 
     links = data.get("link") if isinstance(data.get("link"), list) else []
     for i, link in enumerate(links):

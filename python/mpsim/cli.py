@@ -1,7 +1,9 @@
 """The `mpsim` command: run, validate, plot, bench.
 
 Bad input on any command is one line on stderr, `FILE:LINE: KEY: message`,
-exit status 2, no traceback and no output folder. Human output (progress,
+exit status 2, no traceback and no output folder; so is an output path that
+cannot be written, checked before the run. Warnings about valid but doubtful
+values are one line each on stderr, `FILE:LINE: KEY: warning: message`. Human output (progress,
 tables) goes to stdout, or to stderr when `--summary -` claims stdout for
 the JSON summary.
 """

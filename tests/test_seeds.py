@@ -90,3 +90,15 @@ def test_shared_bottleneck_lia_takes_about_one_reno_share():
         shares.append(mp / (mp + tcp))
     mean = sum(shares) / len(shares)
     assert 0.4 <= mean <= 0.6, shares
+
+
+def test_without_randomness_seeds_change_nothing_but_the_seed():
+    """What `"randomness": false` promises, checked on MPTCP (whose keys do depend on the seed)."""
+    pytest.importorskip("mpsim._core")
+    still = {"simulation.start_jitter": "0s", "link.wifi.jitter": "0s", "link.3g.jitter": "0s",
+             "simulation.duration": "20s"}  # fmt: skip
+    runs = [mpsim.run(SCENARIOS / "wifi-3g.toml", seed=seed, set=still).summary for seed in (1, 2)]
+    assert [r["randomness"] for r in runs] == [False, False]
+    for r in runs:
+        del r["seed"], r["wall_time_s"]
+    assert runs[0] == runs[1]

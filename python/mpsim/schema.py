@@ -3,8 +3,7 @@
 The models hold quantities as integers in base units after conversion, but
 files write them as strings with units ("10Mbps") or plain numbers in base
 units; the generated schema says so for every such field. `mpsim schema`
-prints it; editors use it to complete and check scenario files (TOML via
-taplo or Even Better TOML, YAML via the YAML language server).
+prints it (JSON Schema 2020-12) for validators and editors.
 """
 
 from __future__ import annotations

@@ -8,14 +8,14 @@ from mpsim import Network, ScenarioError, load_scenario
 
 
 def dumbbell_by_hand(**link_units) -> Network:
-    net = Network("dumbbell", seed=1, duration="60s", sample_interval="1s")
+    net = Network("dumbbell", seed=1, duration="60s", sample_interval="1s", start_jitter="50ms")
     net.describe("Reno and CUBIC downloads sharing a 10 Mbps, 20 ms bottleneck")
     for host in ("snd1", "snd2", "rcv1", "rcv2"):
         net.add_host(host)
     net.add_switch("s1")
     net.add_switch("s2")
-    net.add_link("snd1", "s1", bw="100Mbps", delay="1ms")
-    net.add_link("snd2", "s1", bw_mbps=100, delay_ms=1)
+    net.add_link("snd1", "s1", bw="100Mbps", delay="1ms", jitter="0.5ms")
+    net.add_link("snd2", "s1", bw_mbps=100, delay_ms=1, jitter_us=500)
     net.add_link("s1", "s2", bw="10Mbps", delay="20ms", queue="100pkt", name="bottleneck")
     net.add_link("s2", "rcv1", bw_gbps=0.1, delay_us=1000)
     net.add_link("s2", "rcv2", bw_bps=100_000_000, delay_s=0.001)

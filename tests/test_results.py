@@ -103,8 +103,18 @@ def test_a_failed_write_leaves_no_folder(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_writing_into_an_existing_folder_replaces_files(tmp_path):
+def test_a_folder_that_is_not_a_run_folder_is_left_alone(tmp_path):
     (tmp_path / "keep.txt").write_text("mine")
-    Results(SUMMARY, traces()).save(tmp_path)
-    assert (tmp_path / "keep.txt").read_text() == "mine"
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    with pytest.raises(ResultsError, match="not an mpsim run folder"):
+        Results(SUMMARY, traces()).save(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_writing_over_a_run_folder_replaces_it_wholly(tmp_path):
+    out = tmp_path / "run"
+    Results(SUMMARY, traces(), pcaps={"a:l": b"pcap"}).save(out)
+    assert (out / "a-l.pcap").exists()
+    Results(SUMMARY, traces()).save(out)
+    assert not (out / "a-l.pcap").exists()
+    assert (out / "summary.json").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no temporary folders left

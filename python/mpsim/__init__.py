@@ -5,18 +5,26 @@
     print(results.summary["flows"])
 
 The public API: `load_scenario`, `Network` (a builder), `run`, `Results`,
-and the exceptions `MpsimError` and `ScenarioError`.
+and the exceptions under `MpsimError`: `ScenarioError` (bad input, naming
+file, line and key), `EngineError` and its subclasses (`EngineSpecError`,
+`EngineBuildError`, `UnsupportedError`, `NoRouteError`), `ResultsError`,
+`EngineMissingError`; `ScenarioWarning` for valid but doubtful values.
 """
 
 from __future__ import annotations
 
 from ._version import __version__
 from .errors import (
+    EngineBuildError,
     EngineError,
     EngineMissingError,
+    EngineSpecError,
     MpsimError,
+    NoRouteError,
     ResultsError,
     ScenarioError,
+    ScenarioWarning,
+    UnsupportedError,
 )
 from .net import Network
 from .results import Results
@@ -24,14 +32,19 @@ from .runner import run
 from .scenario import Scenario, load_scenario
 
 __all__ = [
+    "EngineBuildError",
     "EngineError",
     "EngineMissingError",
+    "EngineSpecError",
     "MpsimError",
     "Network",
+    "NoRouteError",
     "Results",
     "ResultsError",
     "Scenario",
     "ScenarioError",
+    "ScenarioWarning",
+    "UnsupportedError",
     "__version__",
     "load_scenario",
     "run",

@@ -2,15 +2,21 @@
 
 Names unique, references resolved (nodes, links, interfaces), keys that fit
 the flow's app and transport, congestion controllers that exist for the
-transport, and bandwidth trace files that exist and parse. Each problem is a
-(key path, message) pair; scenario.py turns the first into a ScenarioError.
+transport, bandwidth trace files that exist and parse, a path between each
+flow's hosts, flows that start before the end. Each problem is a (key path,
+message) pair; scenario.py turns the first into a ScenarioError. Warnings
+(`scenario_warnings`: valid values that are probably not meant) are pairs
+too, turned into ScenarioWarnings; `random_sources` says what in a
+scenario draws from the seed.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from . import units
 from .locate import Loc
@@ -63,6 +69,15 @@ NOT_FOR_UDP = {
 }  # fmt: skip
 
 
+# Plain numbers that are valid (base units) but almost always a forgotten
+# unit, as the scenario contract says: a rate under 1 kbps, a delay of 10 s or more.
+IMPLAUSIBLE_RATE_BPS = 1000
+IMPLAUSIBLE_DELAY_S = 10
+RATE_KEYS = ("bandwidth", "rate", "bitrate")
+DELAY_KEYS = ("delay", "jitter")
+_PLAIN_NUMBER = re.compile(r"^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$")
+
+
 class TraceError(ValueError):
     """A bandwidth trace file that cannot be read."""
 
@@ -89,6 +104,110 @@ def notes(scenario: Scenario) -> list[Problem]:
                 f"flow's throughput on a lossy path (docs/validation.md); cc_mode = \"reference\" is the published rule",
             ))  # fmt: skip
     return found
+
+
+def scenario_warnings(scenario: Scenario, data: dict[str, Any]) -> list[Problem]:
+    """Valid values that are probably not meant: implausible plain numbers in
+    `data` (the scenario as read, overrides applied), and link events and a
+    sample interval beyond the end of the run (meant, perhaps, when a run is
+    shortened with `--set simulation.duration=...`)."""
+    found = _bare_numbers(data)
+    end_ps = scenario.simulation.duration_ps
+    if scenario.simulation.sample_interval_ps > end_ps:
+        found.append((
+            ("simulation", "sample_interval"),
+            f"sample_interval {units.format_time(scenario.simulation.sample_interval_ps)} is longer than the run "
+            f"({units.format_time(end_ps)}): no time series will be sampled",
+        ))  # fmt: skip
+    for i, link in enumerate(scenario.links):
+        for j, event in enumerate(link.events):
+            if event.at_ps >= end_ps:
+                found.append((
+                    ("link", i, "events", j, "at"),
+                    f"the event at {units.format_time(event.at_ps)} is at or after the end of the run "
+                    f"({units.format_time(end_ps)}): it never happens",
+                ))  # fmt: skip
+    return found
+
+
+def _plain_number(value: Any) -> float | None:
+    """The value if it is a number written without a unit, else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and _PLAIN_NUMBER.match(value):
+        return float(value)
+    return None
+
+
+def _shown(value: Any) -> str:
+    return value.strip() if isinstance(value, str) else str(value)
+
+
+def _bare_numbers(data: dict[str, Any]) -> list[Problem]:
+    found: list[Problem] = []
+
+    def check(table: Any, loc: Loc) -> None:
+        if not isinstance(table, dict):
+            return
+        for key in RATE_KEYS:
+            n = _plain_number(table.get(key))
+            if n is not None and 0 < n < IMPLAUSIBLE_RATE_BPS:
+                v = _shown(table[key])
+                message = f'{v} is {v} bit/s: a plain number is in bit/s; write a unit, e.g. "{v}Mbps"'
+                found.append(((*loc, key), message))
+        for key in DELAY_KEYS:
+            n = _plain_number(table.get(key))
+            if n is not None and n >= IMPLAUSIBLE_DELAY_S:
+                v = _shown(table[key])
+                message = f'{v} is {v} s: a plain number is in seconds; write a unit, e.g. "{v}ms"'
+                found.append(((*loc, key), message))
+
+    links = data.get("link") if isinstance(data.get("link"), list) else []
+    for i, link in enumerate(links):
+        check(link, ("link", i))
+        if not isinstance(link, dict):
+            continue
+        for which in ("a_to_b", "b_to_a"):
+            check(link.get(which), ("link", i, which))
+        events = link.get("events") if isinstance(link.get("events"), list) else []
+        for j, event in enumerate(events):
+            check(event, ("link", i, "events", j))
+    flows = data.get("flow") if isinstance(data.get("flow"), list) else []
+    for i, flow in enumerate(flows):
+        check(flow, ("flow", i))
+    return found
+
+
+def random_sources(scenario: Scenario) -> list[str]:
+    """What in the scenario draws from the seed, in words; empty when every
+    seed gives the same results (the seed then changes only MPTCP keys)."""
+    found: list[str] = []
+    for link in scenario.links:
+        for which in ("a_to_b", "b_to_a"):
+            d = link.direction(which)
+            if d["loss"].to_spec()["model"] != "none":
+                found.append(f"link {link.name}: loss")
+            if d["jitter_ps"] > 0:
+                found.append(f"link {link.name}: jitter")
+        for event in link.events:
+            if event.loss is not None and event.loss.to_spec()["model"] != "none":
+                found.append(f"link {link.name}: loss")
+            if event.jitter_ps:
+                found.append(f"link {link.name}: jitter")
+        # Keys of other parts of the contract that draw from the seed.
+        if getattr(link, "qdisc", None) in ("red",):
+            found.append(f"link {link.name}: qdisc red")
+    for flow in scenario.flows:
+        jitter = flow.start_jitter_ps if flow.start_jitter_ps is not None else scenario.simulation.start_jitter_ps
+        if jitter:
+            found.append(f"flow {flow.name}: start_jitter")
+    if getattr(scenario.simulation, "forwarding", None) == "ecmp" or any(
+        getattr(node, "forwarding", None) == "ecmp" for node in scenario.nodes
+    ):
+        found.append("forwarding: ecmp")
+    return list(dict.fromkeys(found))
 
 
 def not_runnable(scenario: Scenario) -> list[Problem]:
@@ -260,8 +379,16 @@ class _Checker:
         self._check_cc(i, flow)
         self._check_interfaces(i, flow)
         self._check_backup_interfaces(i, flow)
-        if flow.stop_ps is not None and flow.stop_ps <= flow.start_ps:
-            self.add(("flow", i, "stop"), "stop must be after start")
+        jitter = flow.start_jitter_ps if flow.start_jitter_ps is not None else self.sc.simulation.start_jitter_ps
+        if flow.stop_ps is not None and flow.stop_ps <= flow.start_ps + jitter:
+            self.add(("flow", i, "stop"), "stop must be after start" + (" plus start_jitter" if jitter else ""))
+        end_ps = self.sc.simulation.duration_ps
+        if flow.start_ps >= end_ps:
+            self.add(
+                ("flow", i, "start"),
+                f"the flow starts at {units.format_time(flow.start_ps)}, at or after the end of the run "
+                f"({units.format_time(end_ps)})",
+            )
 
     def _check_endpoints(self, i: int, flow: Flow) -> None:
         for role in ("client", "server"):
@@ -275,6 +402,40 @@ class _Checker:
                 self.add(("flow", i, role), f"host '{name}' has no links")
         if flow.client == flow.server:
             self.add(("flow", i, "server"), "client and server are the same node")
+        elif all(self.nodes.get(n) is not None and self.links_of.get(n) for n in (flow.client, flow.server)):
+            if not self._has_path(flow):
+                self.add(
+                    ("flow", i, "server"),
+                    f"no path from client '{flow.client}' to server '{flow.server}' through switches and routers "
+                    "(hosts do not forward)",
+                )
+
+    def _has_path(self, flow: Flow) -> bool:
+        """Whether packets from the client reach the server's address (on its
+        first link, as the engine addresses it) through forwarding nodes only."""
+        server_link = next(lk for lk in self.sc.links if flow.server in lk.between)
+        entry = _other_end(server_link, flow.server)
+        usable = flow.client_interfaces if flow.client_interfaces is not None else self.links_of[flow.client]
+        if not all(name in self.links_of[flow.client] for name in usable):
+            return True  # a bad interface name is the error to report
+        starts = [_other_end(self.links[name], flow.client) for name in usable]
+        if flow.server in starts:
+            return True
+        forwarding = {name for name, node in self.nodes.items() if node.kind != "host"}
+        if entry not in forwarding:
+            return False
+        seen = {n for n in starts if n in forwarding}
+        todo = list(seen)
+        while todo:
+            node = todo.pop()
+            if node == entry:
+                return True
+            for name in self.links_of.get(node, []):
+                nxt = _other_end(self.links[name], node)
+                if nxt in forwarding and nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
 
     def _check_flow_keys(self, i: int, flow: Flow) -> None:
         keys = flow.keys_set()
@@ -416,3 +577,8 @@ class _Checker:
             elif row.below_bytes is not None and row.below_bytes <= previous:
                 self.add(("controller", "thresholds", j, "below"), "thresholds must increase")
             previous = row.below_bytes or previous
+
+
+def _other_end(link: Link, node: str) -> str:
+    a, b = link.between
+    return b if a == node else a

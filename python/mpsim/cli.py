@@ -1,7 +1,9 @@
 """The `mpsim` command: run, validate, plot, bench.
 
 Bad input on any command is one line on stderr, `FILE:LINE: KEY: message`,
-exit status 2, no traceback and no output folder. Human output (progress,
+exit status 2, no traceback and no output folder; so is an output path that
+cannot be written, checked before the run. Warnings about valid but doubtful
+values are one line each on stderr, `FILE:LINE: KEY: warning: message`. Human output (progress,
 tables) goes to stdout, or to stderr when `--summary -` claims stdout for
 the JSON summary.
 """
@@ -9,26 +11,24 @@ the JSON summary.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
+import warnings
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
-from .errors import EngineMissingError, MpsimError, ScenarioError
-from .results import Results, atomic_write, summary_text
+from ._version import __version__
+from .errors import EngineMissingError, MpsimError, ResultsError, ScenarioError, ScenarioWarning
+from .results import Results, atomic_write, check_creatable, check_out_dir, summary_text
+
+if TYPE_CHECKING:  # rich is imported where it draws, so a quiet run never loads it
+    from rich.console import Console
+    from rich.progress import Progress
 
 app = typer.Typer(
     add_completion=False,
@@ -39,6 +39,7 @@ app = typer.Typer(
 
 BAD_INPUT = 2
 FAILED = 1
+INTERRUPTED = 130  # as a shell reports a command ended by SIGINT
 PROGRESS_DELAY_S = 1.0
 
 SetOption = Annotated[
@@ -52,13 +53,39 @@ def _fail(message: str, code: int = BAD_INPUT) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _load(file: Path, overrides: list[str] | None, seed: int | None = None) -> Any:
+def _load(file: Path, overrides: list[str] | None, seed: int | None = None, quiet: bool = False) -> Any:
+    """The validated scenario; its warnings go to stderr, one line each (unless `quiet`)."""
     from .runner import resolve_scenario
 
-    try:
-        return resolve_scenario(file, seed=seed, overrides=overrides or None)
-    except ScenarioError as exc:
-        _fail(str(exc))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ScenarioWarning)
+        try:
+            scenario = resolve_scenario(file, seed=seed, overrides=overrides or None)
+        except ScenarioError as exc:
+            _fail(str(exc))
+    for w in caught:
+        if issubclass(w.category, ScenarioWarning):
+            if not quiet:
+                sys.stderr.write(" ".join(str(w.message).split()) + "\n")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return scenario
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"mpsim {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    """mpsim: packet-level simulation of TCP, MPTCP and CMT."""
 
 
 # ------------------------------------------------------------ run
@@ -67,7 +94,7 @@ def _load(file: Path, overrides: list[str] | None, seed: int | None = None) -> A
 class _ProgressReporter:
     """A progress callback that shows a rich bar only once the run has lasted a while."""
 
-    def __init__(self, console: Console, enabled: bool) -> None:
+    def __init__(self, console: Console | None, enabled: bool) -> None:
         self.console = console
         self.enabled = enabled
         self.started = time.perf_counter()
@@ -80,6 +107,8 @@ class _ProgressReporter:
         if self.progress is None:
             if time.perf_counter() - self.started < PROGRESS_DELAY_S:
                 return
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
             self.progress = Progress(
                 TextColumn("simulating"),
                 BarColumn(),
@@ -99,6 +128,8 @@ class _ProgressReporter:
 
 
 def _console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
     console = Console(stderr=stderr)
     if not console.is_terminal:
         console.width = 160  # rich assumes 80 columns when piped, which would cut names short
@@ -122,33 +153,57 @@ def run_command(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
 ) -> None:
     """Run a scenario and print a summary table."""
+    from .checks import random_sources
     from .runner import run
 
-    scenario = _load(file, set_, seed)
-    _check_targets(out, summary)
-    human = _console(stderr=summary == "-")
-    reporter = _ProgressReporter(human, enabled=not quiet and human.is_terminal)
+    scenario = _load(file, set_, seed, quiet=quiet)
+    folder = out if out is not None else Path("out") / _out_folder_name(scenario.name) if plot else None
+    _check_targets(folder, summary)
+    human = None if quiet else _console(stderr=summary == "-")
+    reporter = _ProgressReporter(human, enabled=human is not None and human.is_terminal)
     try:
         results = run(scenario, progress=reporter)
     except EngineMissingError as exc:
         _fail(str(exc), FAILED)
     except ValueError as exc:  # ScenarioError/EngineError, or the engine's own ValueError
         _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted: nothing written", INTERRUPTED)
     finally:
         reporter.close()
-    if out is not None or plot:
-        results.save(out if out is not None else Path("out") / _out_folder_name(scenario.name), plot=plot)
+    if folder is not None:
+        try:
+            results.save(folder, plot=plot)
+        except (ResultsError, OSError) as exc:
+            _fail(f"--out: {exc}", FAILED)
     _write_summary(results, summary)
-    if not quiet:
+    if human is not None:
         print_summary(results, human)
+        if not random_sources(scenario):
+            sys.stderr.write(
+                "note: nothing in this scenario is random (no loss, jitter or start_jitter): "
+                "every seed gives the same results\n"
+            )
 
 
 def _check_targets(out: Path | None, summary: str | None) -> None:
-    """Refuse unusable output paths before the run, not after it."""
-    if out is not None and out.exists() and not out.is_dir():
-        _fail(f"{out}: --out exists and is not a folder")
-    if summary not in (None, "-") and Path(summary).is_dir():
-        _fail(f"{summary}: --summary is a folder, expected a file path")
+    """Refuse unusable output paths before the run, not after it: one line, exit 2."""
+    if out is not None:
+        try:
+            check_out_dir(out)
+        except ResultsError as exc:
+            _fail(f"--out: {exc}")
+    if summary in (None, "-"):
+        return
+    path = Path(summary)
+    if path.is_dir():
+        _fail(f"--summary: {summary}: is a folder, expected a file path")
+    if path.exists() and not os.access(path, os.W_OK):
+        _fail(f"--summary: {summary}: is not writable")
+    try:
+        check_creatable(path)
+    except ResultsError as exc:
+        _fail(f"--summary: {exc}")
 
 
 def _write_summary(results: Results, target: str | None) -> None:
@@ -183,6 +238,8 @@ def _fmt(value: Any, spec: str, scale: float = 1.0, suffix: str = "") -> str:
 
 def print_summary(results: Results, console: Console) -> None:
     """The run summary as rich tables: one row per flow, one per link direction."""
+    from rich.table import Table
+
     s = results.summary
     console.print(
         f"[bold]{s.get('scenario')}[/bold]: {_fmt(s.get('sim_time_s'), '.1f', suffix=' s')} simulated in "
@@ -310,7 +367,7 @@ def bench_command(
         names = [case_named(c).name for c in case] if case else [c.name for c in CASES]
     except BenchError as exc:
         _fail(str(exc))
-    console = Console(stderr=True)
+    console = _console(stderr=True)
     rounds = []
     for k in range(1, repeat + 1):
         rows = []
@@ -333,6 +390,8 @@ def bench_command(
 
 
 def _bench_table(rows: list[dict[str, Any]], console: Console) -> None:
+    from rich.table import Table
+
     from .bench import REFERENCE_CASE
 
     rounds = max(r["rounds"] for r in rows)
@@ -365,6 +424,14 @@ def _relative(row: dict[str, Any]) -> str:
         low, high = row["relative_speed_ci95"]
         text += f" ({low:.2f}-{high:.2f})"
     return text
+
+
+@app.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of scenario files (generated from the models)."""
+    from .schema import scenario_schema
+
+    sys.stdout.write(json.dumps(scenario_schema(), indent=2) + "\n")
 
 
 def main() -> None:

@@ -52,7 +52,27 @@ def _rebuild_scenario_error(cls, message, file, line, key):
 
 
 class EngineError(ScenarioError):
-    """The engine refused a validated scenario (e.g. no route between two hosts)."""
+    """The engine refused a validated scenario. The binding raises one of
+    the subclasses below; `mpsim.run` adds the scenario's file to it."""
+
+
+class EngineSpecError(EngineError):
+    """The engine spec document is not what the engine reads (a front-end bug
+    or a hand-written spec): malformed JSON, unknown or missing keys."""
+
+
+class EngineBuildError(EngineError):
+    """The engine could not build the world from the spec (an unknown node,
+    an unusable interface, a parameter out of range)."""
+
+
+class UnsupportedError(EngineBuildError):
+    """A part of the scenario contract this version does not simulate
+    (transport "cmt", SDN controllers)."""
+
+
+class NoRouteError(EngineBuildError):
+    """A flow between hosts that no path through switches and routers connects."""
 
 
 class EngineMissingError(MpsimError, ImportError):
@@ -60,4 +80,9 @@ class EngineMissingError(MpsimError, ImportError):
 
 
 class ResultsError(MpsimError, ValueError):
-    """A run folder or trace table that cannot be read."""
+    """A run folder or trace table that cannot be read or written."""
+
+
+class ScenarioWarning(UserWarning):
+    """A scenario value that is valid but probably not meant (`bandwidth = 4`
+    is 4 bit/s). The text names `FILE:LINE: KEY` like a ScenarioError's."""

@@ -56,7 +56,7 @@ _SUFFIXES = {
 _QUANTITIES = {
     "duration", "sample_interval", "mss", "rcvbuf", "sndbuf", "rbuf", "bandwidth", "delay",
     "queue", "size", "sizes", "start", "stop", "delayed_ack_timeout", "min_rto", "time_wait", "request_size",
-    "rate", "packet", "on", "off", "bitrate", "chunk", "at", "latency", "gap", "after_down",
+    "rate", "packet", "on", "off", "bitrate", "chunk", "at", "latency", "gap", "after_down", "start_jitter",
 }  # fmt: skip
 _ALIASES = {"bw": "bandwidth"}
 

@@ -101,7 +101,7 @@ def subflow_interfaces(results: Results) -> dict[tuple[str, int, int, str], str]
     if not len(df):
         return {}
     keys = ["flow", "connection", "subflow", "side"]
-    if "client_interface" in df.columns:
+    if "client_interface" in df.columns and df["client_interface"].notna().any():
         rows = df.dropna(subset=["client_interface"]).drop_duplicates(keys)
         return {
             (str(r.flow), int(r.connection), int(r.subflow), str(r.side)): str(r.client_interface)
@@ -124,54 +124,76 @@ def subflow_interfaces(results: Results) -> dict[tuple[str, int, int, str], str]
     return out
 
 
+def closed_at_s(rows: pd.DataFrame) -> float | None:
+    """When the subflow of these rows (sorted by time) closed: the time of its
+    last row if that says "closed" (the engine samples a closed subflow once)."""
+    if "state" not in rows.columns or not len(rows):
+        return None
+    return float(rows["time_s"].iloc[-1]) if rows["state"].iloc[-1] == "closed" else None
+
+
 def _subflow_groups(results: Results, flows: list[str] | None = None) -> list[tuple[str, pd.DataFrame]]:
     """One series per (flow, connection, subflow, side), labelled as briefly as is unambiguous.
 
-    An MPTCP subflow always shows its index and, when known, its client
-    interface: "mp sf0 (wifi)". Connections and sides are named only when a
-    flow has several.
+    Every subflow shows its index and, when known, its client interface:
+    "mp sf0 (wifi)", "reno sf0 (eth0)"; a subflow that closed says when:
+    "mp sf0 (wifi, closed at 31 s)". Connections and sides are named only
+    when a flow has several.
     """
     df = _subflows_frame(results)
     if flows is not None:
         df = df[df["flow"].isin(flows)]
     if not len(df):
         return []
-    mptcp = set(mptcp_flows(results))
     ifaces = subflow_interfaces(results)
     groups = []
     for flow, per_flow in df.groupby("flow", sort=True):
         several_conns = per_flow["connection"].nunique() > 1
-        several_subflows = per_flow["subflow"].nunique() > 1
         several_sides = per_flow["side"].nunique() > 1
         keys = ["connection", "subflow", "side"]
         for (connection, subflow, side), rows in per_flow.groupby(keys, sort=True):
             label = str(flow)
             if several_conns:
                 label += f" c{connection}"
-            if flow in mptcp or several_subflows:
-                label += f" sf{subflow}"
+            label += f" sf{subflow}"
             notes = []
             iface = ifaces.get((str(flow), int(connection), int(subflow), str(side)))
             if iface is not None:
                 notes.append(iface)
             if several_sides and side:
                 notes.append(str(side))
+            rows = rows.sort_values("time_s")
+            closed = closed_at_s(rows)
+            if closed is not None:
+                notes.append(f"closed at {closed:g} s")
             if notes:
                 label += f" ({', '.join(notes)})"
-            groups.append((label, rows.sort_values("time_s")))
+            groups.append((label, rows))
     return groups
+
+
+def _plot_subflow(ax: Axes, label: str, rows: pd.DataFrame, y: pd.Series) -> None:
+    """One subflow's line; a closed subflow's ends in a cross at its last value."""
+    (line,) = ax.plot(rows["time_s"], y, label=label)
+    if closed_at_s(rows) is None:
+        return
+    shown = y.notna().to_numpy()
+    if shown.any():
+        last = shown.nonzero()[0][-1]
+        ax.plot([rows["time_s"].iloc[last]], [y.iloc[last]], marker="x", markersize=8,
+                color=line.get_color(), label="_closed")  # fmt: skip
 
 
 def _cwnd(results: Results, ax: Axes) -> None:
     for label, rows in _subflow_groups(results):
-        ax.plot(rows["time_s"], rows["cwnd_bytes"] / 1e3, label=label)
+        _plot_subflow(ax, label, rows, rows["cwnd_bytes"] / 1e3)
     ax.set_ylabel("cwnd (kB)")
     ax.set_title("Congestion window per subflow")
 
 
 def _rtt(results: Results, ax: Axes) -> None:
     for label, rows in _subflow_groups(results):
-        ax.plot(rows["time_s"], rows["srtt_s"] * 1e3, label=label)
+        _plot_subflow(ax, label, rows, rows["srtt_s"] * 1e3)
     ax.set_ylabel("smoothed RTT (ms)")
     ax.set_title("RTT per subflow")
 
@@ -220,7 +242,7 @@ def _subflow_throughput(results: Results, ax: Axes) -> None:
     interval = sample_interval_s(results)
     for label, rows in _subflow_groups(results, mptcp_flows(results)):
         rows = _with_throughput(rows, interval or 1.0)
-        ax.plot(rows["time_s"], rows["throughput_bps"] / 1e6, label=label)
+        _plot_subflow(ax, label, rows, rows["throughput_bps"] / 1e6)
     ax.set_ylabel("throughput (Mbit/s)")
     ax.set_title("Throughput per MPTCP subflow (acknowledged bytes)")
 

@@ -5,9 +5,10 @@ docs/engine-spec.md), so an absent table is an empty table with the right
 columns, and the same data always gives the same Parquet bytes. DataFrames
 are made from them on demand.
 
-A run folder holds `summary.json` and one Parquet file per table. Writing is
-all-or-nothing: files go to temporary names and are renamed into place, and a
-new folder is built under a temporary name and renamed at the end.
+A run folder holds `summary.json`, `run.json` (how the run was made) and one
+Parquet file per table. Writing is all-or-nothing and whole: the folder is
+built under a temporary name and renamed into place, replacing a previous
+run's folder entirely; a non-empty folder that is not a run folder is refused.
 """
 
 from __future__ import annotations
@@ -18,42 +19,53 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any
 
 from .errors import ResultsError
 
-F64, I64, STR = pa.float64(), pa.int64(), pa.string()
+if TYPE_CHECKING:
+    import pandas as pd
+    import pyarrow as pa
 
-SCHEMAS: dict[str, pa.Schema] = {
-    "interfaces": pa.schema(
-        [("time_s", F64), ("node", STR), ("interface", STR), ("tx_bytes", I64),
-         ("rx_bytes", I64), ("tx_bps", F64), ("rx_bps", F64)]
-    ),
-    "flows": pa.schema([("time_s", F64), ("flow", STR), ("bytes_delivered", I64), ("goodput_bps", F64)]),
-    "subflows": pa.schema(
-        [("time_s", F64), ("flow", STR), ("connection", I64), ("subflow", I64), ("side", STR),
-         ("cwnd_bytes", F64), ("ssthresh_bytes", F64), ("srtt_s", F64),
-         ("bytes_in_flight", I64), ("bytes_delivered", I64), ("retransmissions", I64),
-         ("reinjected_bytes", I64), ("timeouts", I64), ("fast_recoveries", I64)]
-    ),
-    "connections": pa.schema(
-        [("time_s", F64), ("flow", STR), ("connection", I64), ("side", STR),
-         ("rcv_buffer_bytes", I64), ("ooo_bytes", I64)]
-    ),
-    "requests": pa.schema(
-        [("flow", STR), ("index", I64), ("size_bytes", I64), ("start_s", F64), ("end_s", F64)]
-    ),
+# pandas and pyarrow are imported where tables are used, not here: a run that
+# writes only its summary never pays for them (docs/performance.md).
+_COLUMNS: dict[str, list[tuple[str, str]]] = {
+    "interfaces": [("time_s", "f64"), ("node", "str"), ("interface", "str"), ("tx_bytes", "i64"),
+                   ("rx_bytes", "i64"), ("tx_bps", "f64"), ("rx_bps", "f64")],
+    "flows": [("time_s", "f64"), ("flow", "str"), ("bytes_delivered", "i64"), ("goodput_bps", "f64")],
+    "subflows": [("time_s", "f64"), ("flow", "str"), ("connection", "i64"), ("subflow", "i64"), ("side", "str"),
+                 ("cwnd_bytes", "f64"), ("ssthresh_bytes", "f64"), ("srtt_s", "f64"),
+                 ("bytes_in_flight", "i64"), ("bytes_delivered", "i64"), ("retransmissions", "i64"),
+                 ("reinjected_bytes", "i64"), ("timeouts", "i64"), ("fast_recoveries", "i64"), ("state", "str"), ("backup", "bool"),
+                 ("client_interface", "str"), ("server_interface", "str")],
+    "connections": [("time_s", "f64"), ("flow", "str"), ("connection", "i64"), ("side", "str"),
+                    ("rcv_buffer_bytes", "i64"), ("ooo_bytes", "i64")],
+    "requests": [("flow", "str"), ("index", "i64"), ("size_bytes", "i64"), ("start_s", "f64"), ("end_s", "f64")],
 }  # fmt: skip
-TABLES = tuple(SCHEMAS)
+TABLES = tuple(_COLUMNS)
 SUMMARY_FILE = "summary.json"
+#: How the run was made: resolved scenario, overrides, seed, mpsim version.
+RUN_FILE = "run.json"
 _PARQUET_OPTIONS = {"compression": "zstd", "use_dictionary": True, "write_statistics": True}
 
-TableLike = Mapping[str, Any] | pd.DataFrame | pa.Table
+TableLike = Any  # a {column: values} mapping, a pandas DataFrame or a pyarrow Table
+
+
+@cache
+def schemas() -> dict[str, pa.Schema]:
+    """The fixed Arrow schema of each known table."""
+    import pyarrow as pa
+
+    kinds = {"f64": pa.float64(), "i64": pa.int64(), "str": pa.string(), "bool": pa.bool_()}
+    return {name: pa.schema([(c, kinds[k]) for c, k in cols]) for name, cols in _COLUMNS.items()}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "SCHEMAS":  # built on first use, with pyarrow
+        return schemas()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Results:
@@ -64,16 +76,18 @@ class Results:
         summary: Mapping[str, Any],
         traces: Mapping[str, TableLike] | None = None,
         pcaps: Mapping[str, bytes] | None = None,
+        provenance: Mapping[str, Any] | None = None,
     ) -> None:
         self.summary: dict[str, Any] = dict(summary)
         #: Captures of `record.pcap`: interface ("node:link") -> pcap file bytes.
         self.pcaps: dict[str, bytes] = dict(pcaps or {})
-        traces = traces or {}
-        self._tables = {name: to_arrow(name, traces.get(name)) for name in TABLES}
-        # Tables the engine returned beyond the known ones are kept as they are.
-        for name, data in traces.items():
-            if name not in SCHEMAS:
-                self._tables[name] = to_arrow(name, data)
+        #: How the run was made (written to run.json): None when not known.
+        self.provenance: dict[str, Any] | None = dict(provenance) if provenance is not None else None
+        self._raw = dict(traces or {})
+        for name, data in self._raw.items():
+            if isinstance(data, Mapping):
+                _check_lengths(name, data)
+        self._arrow: dict[str, pa.Table] | None = None
         self._frames: dict[str, pd.DataFrame] = {}
 
     def __repr__(self) -> str:
@@ -81,6 +95,18 @@ class Results:
             f"Results(scenario={self.summary.get('scenario')!r}, "
             f"flows={len(self.summary.get('flows', {}))}, sim_time_s={self.summary.get('sim_time_s')})"
         )
+
+    @property
+    def _tables(self) -> dict[str, pa.Table]:
+        """The trace tables as Arrow tables, converted on first use."""
+        if self._arrow is None:
+            tables = {name: to_arrow(name, self._raw.get(name)) for name in TABLES}
+            # Tables the engine returned beyond the known ones are kept as they are.
+            for name, data in self._raw.items():
+                if name not in tables:
+                    tables[name] = to_arrow(name, data)
+            self._arrow, self._raw = tables, {}
+        return self._arrow
 
     # ------------------------------------------------------------ tables
 
@@ -102,6 +128,8 @@ class Results:
 
     @property
     def subflows(self) -> pd.DataFrame:
+        """Per subflow and sample: window, RTT, bytes, its TCP state (a closed subflow
+        has one last row with state "closed"), backup flag and interfaces."""
         return self.table("subflows")
 
     @property
@@ -134,15 +162,22 @@ class Results:
     # ------------------------------------------------------------ files
 
     def save(self, directory: str | Path, *, plot: bool = False) -> Path:
-        """Write summary.json, the Parquet tables and (optionally) PNG plots into `directory`."""
+        """Write summary.json, run.json (when known), the Parquet tables and
+        (optionally) PNG plots into `directory`.
+
+        The folder is replaced wholly: a previous run's files do not stay. A
+        non-empty folder that is not a run folder is refused (ResultsError).
+        """
         directory = Path(directory)
-        with atomic_dir(directory) as target:
+        check_out_dir(directory)
+        with replaced_dir(directory) as target:
             for name, table in self._tables.items():
-                atomic_write(target / f"{name}.parquet", lambda tmp, t=table: _write_parquet(t, tmp))
-            text = summary_text(self.summary)
-            atomic_write(target / SUMMARY_FILE, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+                _write_parquet(table, target / f"{name}.parquet")
+            (target / SUMMARY_FILE).write_text(summary_text(self.summary), encoding="utf-8")
+            if self.provenance is not None:
+                (target / RUN_FILE).write_text(summary_text(self.provenance), encoding="utf-8")
             for iface, data in self.pcaps.items():
-                atomic_write(target / pcap_file_name(iface), lambda tmp, d=data: tmp.write_bytes(d))
+                (target / pcap_file_name(iface)).write_bytes(data)
             if plot:
                 from .plot import plot_results
 
@@ -156,6 +191,9 @@ class Results:
     @classmethod
     def from_dir(cls, directory: str | Path) -> Results:
         """Read a run folder written by `save`."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         directory = Path(directory)
         try:
             summary = json.loads((directory / SUMMARY_FILE).read_text(encoding="utf-8"))
@@ -163,13 +201,86 @@ class Results:
             raise ResultsError(f"{directory}: not a run folder (no {SUMMARY_FILE})") from None
         except (OSError, ValueError) as exc:
             raise ResultsError(f"{directory / SUMMARY_FILE}: cannot read: {exc}") from None
+        provenance = None
+        if (directory / RUN_FILE).is_file():
+            try:
+                provenance = json.loads((directory / RUN_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise ResultsError(f"{directory / RUN_FILE}: cannot read: {exc}") from None
         traces: dict[str, pa.Table] = {}
         for path in sorted(directory.glob("*.parquet")):
             try:
                 traces[path.stem] = pq.read_table(path)
             except (OSError, pa.ArrowException) as exc:
                 raise ResultsError(f"{path}: cannot read: {exc}") from None
-        return cls(summary, traces)
+        return cls(summary, traces, provenance=provenance)
+
+
+def is_run_folder(directory: Path) -> bool:
+    """A folder written by mpsim: it holds a summary.json or a run.json."""
+    return (directory / SUMMARY_FILE).is_file() or (directory / RUN_FILE).is_file()
+
+
+def check_out_dir(directory: Path) -> None:
+    """Raise ResultsError unless `directory` can take a run: absent (and
+    creatable), empty, or a previous run folder (which will be replaced)."""
+    if directory.exists():
+        if not directory.is_dir():
+            raise ResultsError(f"{directory}: exists and is not a folder")
+        if any(directory.iterdir()) and not is_run_folder(directory):
+            raise ResultsError(
+                f"{directory}: not an mpsim run folder (no {SUMMARY_FILE}) and not empty; "
+                "refusing to replace it: name a new or empty folder"
+            )
+        if not os.access(directory.parent, os.W_OK | os.X_OK):
+            raise ResultsError(f"{directory}: cannot replace it: {directory.parent} is not writable")
+        return
+    check_creatable(directory)
+
+
+def check_creatable(path: Path) -> None:
+    """Raise ResultsError unless `path` could be created: its nearest existing
+    ancestor is a writable folder."""
+    parent = path.parent
+    while not parent.exists():
+        if parent == parent.parent:
+            break
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ResultsError(f"{path}: cannot be created: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ResultsError(f"{path}: cannot be created: {parent} is not writable")
+
+
+@contextmanager
+def replaced_dir(path: Path) -> Iterator[Path]:
+    """A folder to write into that replaces `path` wholly, and only if the block succeeds.
+
+    The new folder is built under a temporary sibling name; at the end a
+    previous folder at `path` is moved aside, the new one renamed into
+    place, and the previous one removed.
+    """
+    if not path.is_dir():
+        with atomic_dir(path) as tmp:
+            yield tmp
+        return
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    try:
+        yield tmp
+        tmp.chmod(path.stat().st_mode & 0o7777)
+        old = Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
+        os.rename(path, old / path.name)
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _check_lengths(name: str, columns: Mapping[str, Any]) -> None:
+    lengths = {len(v) for v in columns.values()}
+    if len(lengths) > 1:
+        raise ResultsError(f"trace table {name!r}: columns have different lengths {sorted(lengths)}")
 
 
 def pcap_file_name(iface: str) -> str:
@@ -178,6 +289,8 @@ def pcap_file_name(iface: str) -> str:
 
 
 def _write_parquet(table: pa.Table, path: Path) -> None:
+    import pyarrow.parquet as pq
+
     pq.write_table(table, path, **_PARQUET_OPTIONS)
 
 
@@ -188,7 +301,10 @@ def summary_text(summary: Mapping[str, Any]) -> str:
 
 def to_arrow(name: str, data: TableLike | None) -> pa.Table:
     """A trace table in its fixed schema (known tables) or as given (others)."""
-    schema = SCHEMAS.get(name)
+    import pandas as pd
+    import pyarrow as pa
+
+    schema = schemas().get(name)
     if data is None:
         return schema.empty_table() if schema is not None else pa.table({})
     if isinstance(data, pd.DataFrame):
@@ -203,14 +319,17 @@ def to_arrow(name: str, data: TableLike | None) -> pa.Table:
 
 
 def _table_from_columns(name: str, columns: Mapping[str, Any], schema: pa.Schema | None) -> pa.Table:
-    lengths = {len(v) for v in columns.values()}
-    if len(lengths) > 1:
-        raise ResultsError(f"trace table {name!r}: columns have different lengths {sorted(lengths)}")
+    import pyarrow as pa
+
+    _check_lengths(name, columns)
     arrays, names = [], []
     for column, values in columns.items():
         kind = schema.field(column).type if schema is not None and column in schema.names else None
         try:
-            arrays.append(pa.array(list(values), type=kind))
+            if kind == pa.bool_():  # the engine sends flags as 0/1
+                arrays.append(pa.array(list(values)).cast(kind))
+            else:
+                arrays.append(pa.array(list(values), type=kind))
         except (pa.ArrowException, TypeError, ValueError) as exc:
             raise ResultsError(f"trace table {name!r}, column {column!r}: {exc}") from None
         names.append(column)
@@ -219,6 +338,8 @@ def _table_from_columns(name: str, columns: Mapping[str, Any], schema: pa.Schema
 
 def _conform(name: str, table: pa.Table, schema: pa.Schema | None) -> pa.Table:
     """Known columns first, in schema order and type (nulls when absent), then the rest."""
+    import pyarrow as pa
+
     if schema is None:
         return table
     rows = table.num_rows

@@ -7,6 +7,7 @@ collects the summary and the trace tables.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import os
@@ -15,15 +16,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import overrides as ov
 from ._version import __version__
+from .checks import random_sources
 from .errors import EngineError, EngineMissingError
 from .net import Network
-from .results import Results
+from .results import Results, check_out_dir
 from .scenario import Scenario, load_scenario
 
 SLICES = 200  # progress resolution: the run advances 1/200 of its duration per call
 SUMMARY_KEYS = (
-    "format", "mpsim_version", "scenario", "seed", "sim_time_s", "wall_time_s",
+    "format", "mpsim_version", "scenario", "seed", "randomness", "sim_time_s", "wall_time_s",
     "events", "packet_hops", "flows", "links",
 )  # fmt: skip
 
@@ -43,24 +46,52 @@ def run(
 
     `seed` is short for `set={"simulation.seed": seed}`. `progress(now_s, end_s)`
     is called between slices of the run. With `out`, the results are also
-    written there (summary.json and Parquet tables).
+    written there (summary.json, run.json and Parquet tables; a previous
+    run folder there is replaced, any other non-empty folder refused before
+    the run). Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     """
     scenario = resolve_scenario(scenario_or_path, seed=seed, overrides=set)
     scenario.check_runnable()
+    if out is not None:
+        check_out_dir(Path(out))
     core = load_core()
+    spec = scenario.to_engine_spec()
     started = time.perf_counter()
     try:
-        sim = core.Simulation(json.dumps(scenario.to_engine_spec(), separators=(",", ":")))
+        sim = core.Simulation(json.dumps(spec, separators=(",", ":")))
+    except EngineError as exc:  # a subclass, raised by the binding: keep it, add the file
+        raise type(exc)(f"engine: {exc.message}", file=_shown_file(scenario)) from None
     except ValueError as exc:
         raise EngineError(f"engine: {exc}", file=_shown_file(scenario)) from None
     _advance(sim, scenario, progress)
     wall_s = time.perf_counter() - started
     summary = _summary(json.loads(sim.summary_json()), sim, scenario, wall_s)
     pcaps = sim.pcaps() if hasattr(sim, "pcaps") else {}
-    results = Results(summary, sim.traces(), pcaps=pcaps)
+    results = Results(summary, sim.traces(), pcaps=pcaps, provenance=provenance(scenario, spec))
     if out is not None:
         results.save(Path(out))
     return results
+
+
+def provenance(scenario: Scenario, spec: dict[str, Any]) -> dict[str, Any]:
+    """How a run was made (a run folder's run.json): the mpsim version, the
+    scenario file, the overrides, the seed, the scenario with the overrides
+    applied (as written in files) and the engine spec (defaults filled)."""
+    resolved = copy.deepcopy(scenario._raw)
+    ov.apply(resolved, scenario._overrides, Scenario)
+    return {
+        "mpsim_version": __version__,
+        "scenario_file": _shown_file(scenario),
+        "seed": scenario.seed,
+        "overrides": [f"{key}={_override_text(value)}" for key, value in scenario._overrides],
+        "randomness": random_sources(scenario),
+        "scenario": resolved,
+        "engine_spec": spec,
+    }
+
+
+def _override_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def resolve_scenario(
@@ -123,6 +154,8 @@ def _summary(engine: dict[str, Any], sim: Any, scenario: Scenario, wall_s: float
     """The engine's summary with mpsim_version added and keys in the documented order."""
     filled = dict(engine)
     filled["mpsim_version"] = __version__
+    # False tells a seed study that every seed gives the same results.
+    filled["randomness"] = bool(random_sources(scenario))
     filled.setdefault("format", 1)
     filled.setdefault("scenario", scenario.name)
     filled.setdefault("seed", scenario.seed)

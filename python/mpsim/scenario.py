@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -35,7 +36,7 @@ from pydantic import (
 from . import overrides as ov
 from . import units
 from ._toml import tomllib
-from .errors import ScenarioError
+from .errors import ScenarioError, ScenarioWarning
 from .locate import (
     DuplicateKey,
     LineMap,
@@ -138,6 +139,8 @@ class Simulation(_Model):
     mss_bytes: PositiveSizeBytes = Field(1448, alias="mss")
     header_bytes: SizeBytes = Field(66, alias="header_bytes")
     rcvbuf_bytes: PositiveSizeBytes = Field(DEFAULT_RCVBUF_BYTES, alias="rcvbuf")
+    # Every flow starts up to this much after its `start` (a seeded draw per flow), unless it sets its own.
+    start_jitter_ps: TimePs = Field(0, alias="start_jitter")
 
 
 class Node(_Model):
@@ -414,6 +417,8 @@ class Flow(_Model):
     bitrate_bps: RateBps | None = Field(None, alias="bitrate")
     chunk_ps: PositiveTimePs | None = Field(None, alias="chunk")
     handover: Handover | None = None
+    # Up to this much after `start`, drawn per flow from the seed (default: simulation.start_jitter).
+    start_jitter_ps: TimePs | None = Field(None, alias="start_jitter")
 
     def keys_set(self) -> set[str]:
         """The keys written for this flow (file names, not field names)."""
@@ -678,6 +683,10 @@ def _build(raw: dict, source: _Source, overrides: list[ov.Override]) -> Scenario
     problems, traces = check_scenario(scenario, source.base_dir)
     if problems:
         raise _first_error(source, problems, applied)
+    from .checks import scenario_warnings
+
+    for loc, message in scenario_warnings(scenario, data):
+        warnings.warn(ScenarioWarning(str(source.error(loc, f"warning: {message}", applied))), stacklevel=3)
     scenario._source = source
     scenario._raw = base
     scenario._overrides = list(overrides)

@@ -128,6 +128,9 @@ def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
         spec["ecn"] = True
     if flow.cc_params:
         spec["cc_params"] = {key: float(value) for key, value in flow.cc_params.items()}
+    start_jitter_ps = flow.start_jitter_ps if flow.start_jitter_ps is not None else sim.start_jitter_ps
+    if start_jitter_ps:  # only when set, so documents without it stay as they were
+        spec["start_jitter_ps"] = start_jitter_ps
     if flow.transport == "udp":
         # No congestion control on UDP; the engine's `cc` is a string, so leave the key out.
         del spec["cc"]

@@ -2,9 +2,37 @@
 //! summary (JSON) and trace columns come out. No model logic lives here.
 
 use mpsim::report_column::Column;
+use mpsim::BuildError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyType};
+
+/// Events run between two checks for Ctrl-C: tens of milliseconds of work.
+const EVENTS_PER_SLICE: u64 = 1 << 20;
+
+/// The exception class of `mpsim.errors` that stands for an engine error.
+fn error_class(e: &BuildError) -> &'static str {
+    match e {
+        BuildError::Json(_) => "EngineSpecError",
+        BuildError::Invalid(_) => "EngineBuildError",
+        BuildError::Unsupported(_) => "UnsupportedError",
+        BuildError::NoRoute(_) => "NoRouteError",
+    }
+}
+
+/// The engine error as an instance of its `mpsim.errors` class (the
+/// hierarchy lives in Python, under `MpsimError`); `ValueError` only if
+/// that module cannot be imported.
+fn engine_error(py: Python<'_>, e: &BuildError) -> PyErr {
+    let class = py
+        .import("mpsim.errors")
+        .and_then(|m| m.getattr(error_class(e)))
+        .and_then(|c| c.downcast_into::<PyType>().map_err(PyErr::from));
+    match class {
+        Ok(class) => PyErr::from_type(class, e.to_string()),
+        Err(_) => PyValueError::new_err(e.to_string()),
+    }
+}
 
 #[pyclass(module = "mpsim._core")]
 struct Simulation {
@@ -14,16 +42,23 @@ struct Simulation {
 #[pymethods]
 impl Simulation {
     #[new]
-    fn new(spec_json: &str) -> PyResult<Self> {
-        mpsim::Simulation::from_json(spec_json)
-            .map(|inner| Simulation { inner })
-            .map_err(|e| PyValueError::new_err(e.to_string()))
+    fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
+        mpsim::Simulation::from_json(spec_json).map(|inner| Simulation { inner }).map_err(|e| engine_error(py, &e))
     }
 
-    /// Runs up to `t_ps` picoseconds with the GIL released; true when the run is over.
-    fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> bool {
-        let sim = &mut self.inner;
-        py.allow_threads(|| sim.run_until(mpsim_core_time(t_ps)))
+    /// Runs up to `t_ps` picoseconds with the GIL released, in slices with
+    /// a check for signals between them, so Ctrl-C raises KeyboardInterrupt
+    /// within a slice. True when the run is over.
+    fn run_until(&mut self, py: Python<'_>, t_ps: u64) -> PyResult<bool> {
+        let until = mpsim_core_time(t_ps);
+        loop {
+            let sim = &mut self.inner;
+            let reached = py.allow_threads(|| sim.advance(until, EVENTS_PER_SLICE));
+            py.check_signals()?;
+            if reached {
+                return Ok(self.inner.is_done());
+            }
+        }
     }
 
     #[getter]

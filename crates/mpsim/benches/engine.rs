@@ -2,8 +2,11 @@
 //! Whole-scenario figures (packet-hops per second, peak memory) come from
 //! `mpsim bench`; these track regressions of the pieces.
 
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::testbed::{download, Dumbbell, TwoPath};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use mpsim::testbed::{download, Dumbbell, TwoPath};
 use mpsim_core::{EventQueue, SimTime};
 
 fn event_queue(c: &mut Criterion) {

@@ -1,7 +1,10 @@
 //! Prints the validation tables of docs/validation.md.
 //! `cargo run --release -p mpsim --example validation`
 
-use mpsim::validation::*;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::validation::*;
 
 fn mbps(x: f64) -> String {
     format!("{:.3}", x / 1e6)

@@ -5,7 +5,10 @@
 //! measured by `cargo test --release -p mpsim --test cc_single_path`.)
 //! `cargo run --release -p mpsim --example validation_cc_loss`
 
-use mpsim::testbed::{bernoulli, download, run, TwoPath};
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::testbed::{bernoulli, download, run, TwoPath};
 
 const SEEDS: u64 = 5;
 

@@ -4,7 +4,10 @@
 //! of random delay on the access links), every flow in the same cc_mode.
 //! `cargo run --release -p mpsim --example validation_linux_mode`
 
-use mpsim::testbed::{run, SharedBottleneck};
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::testbed::{run, SharedBottleneck};
 use serde_json::json;
 
 const SEEDS: u64 = 5;

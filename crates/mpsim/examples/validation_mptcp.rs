@@ -1,7 +1,10 @@
 //! Prints the multipath tables of docs/validation.md.
 //! `cargo run --release -p mpsim --example validation_mptcp`
 
-use mpsim::multipath::*;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::multipath::*;
 
 const ALGOS: &[&str] = &["lia", "olia", "balia", "wvegas", "coupled", "semicoupled", "ewtcp", "reno", "cubic"];
 

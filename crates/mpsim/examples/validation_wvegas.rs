@@ -1,7 +1,10 @@
 //! Prints the wVegas figures of docs/validation.md.
 //! `cargo run --release -p mpsim --example validation_wvegas`
 
-use mpsim::validation_wvegas::*;
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::validation_wvegas::*;
 use serde_json::json;
 
 fn mbps(x: f64) -> String {

@@ -36,6 +36,17 @@ fn invalid(msg: String) -> BuildError {
 
 /// RNG stream ids: link directions first, then flows, far apart.
 const STREAM_LINK_DIR: u64 = 1 << 32;
+/// Stream of a flow's random start offset (one draw per flow).
+const STREAM_FLOW_START: u64 = 3 << 32;
+
+/// The offset of flow `i`'s start, uniform in [0, jitter_ps], from its own
+/// stream: htsim's habit of starting flows up to 50 ms apart, made seeded.
+fn start_offset_ps(seed: u64, i: usize, jitter_ps: u64) -> u64 {
+    if jitter_ps == 0 {
+        return 0;
+    }
+    SimRng::new(seed, STREAM_FLOW_START + i as u64).below(jitter_ps.saturating_add(1))
+}
 
 fn dir_params(d: &LinkDirSpec) -> LinkDirParams {
     LinkDirParams {
@@ -140,7 +151,7 @@ impl NodeIndex {
 impl Simulation {
     pub fn new(spec: &Spec) -> Result<Simulation, BuildError> {
         if spec.controller.is_some() {
-            return Err(invalid("controller: SDN controllers are not available in this version".into()));
+            return Err(BuildError::Unsupported("controller: SDN controllers are not available in this version".into()));
         }
         let mut index = NodeIndex(FxHashMap::default());
         let mut nodes = Vec::new();
@@ -266,7 +277,7 @@ impl Simulation {
         match f.transport {
             TransportSpec::Tcp | TransportSpec::Udp | TransportSpec::Mptcp => {}
             TransportSpec::Cmt => {
-                return Err(invalid(
+                return Err(BuildError::Unsupported(
                     format!("{what}: transport '{:?}' is not available in this version", f.transport).to_lowercase(),
                 ))
             }
@@ -290,6 +301,13 @@ impl Simulation {
         };
         if client_links.is_empty() {
             return Err(invalid(format!("{what}: no client interface to use")));
+        }
+        let server_addr = iface_addr(server_link, server_side);
+        if !client_links.iter().any(|&(l, side)| self.reaches(l, side, server, server_addr)) {
+            return Err(BuildError::NoRoute(format!(
+                "{what}: no path from client '{}' to server '{}' through switches and routers",
+                f.client, f.server
+            )));
         }
         let cc_mode = match f.cc_mode {
             CcModeSpec::Reference => CcMode::Reference,
@@ -338,13 +356,14 @@ impl Simulation {
         let (app, receiver) = make_app(&f.app);
         // The dynamic range: no Wireshark dissector claims these ports.
         let port = (49152 + i % 16384) as u16;
+        let start_ps = f.start_ps.saturating_add(start_offset_ps(spec.seed, i, f.start_jitter_ps));
         Ok(Flow {
-            spec: f.clone(),
+            spec: FlowSpec { start_ps, ..f.clone() },
             app,
             client,
             mptcp,
             fallback: false,
-            server_addr: iface_addr(server_link, server_side),
+            server_addr,
             server_port: port,
             server_link,
             client_links,
@@ -358,6 +377,13 @@ impl Simulation {
             requests: Vec::new(),
             udp_port: port,
         })
+    }
+
+    /// Whether a packet sent from the host end of client link `l` arrives
+    /// at `server`: directly, or through forwarding nodes that route it.
+    fn reaches(&self, l: LinkId, side: u32, server: NodeId, server_addr: mpsim_core::Addr) -> bool {
+        let far = self.topo.end(l, 1 - side);
+        far == server || (self.nodes[far.index()].kind != NodeKind::Host && self.routes.next_dir(far, server_addr).is_some())
     }
 
     fn mptcp_flow(&self, f: &FlowSpec, client_links: &[(LinkId, u32)], what: &str) -> Result<MptcpFlow, BuildError> {
@@ -396,7 +422,7 @@ impl Simulation {
 
     fn schedule_initial_events(&mut self, spec: &Spec) {
         for (i, f) in spec.flows.iter().enumerate() {
-            self.queue.push(SimTime(f.start_ps), Ev::FlowStart { flow: i as u32 });
+            self.queue.push(self.flows[i].start(), Ev::FlowStart { flow: i as u32 });
             if let Some(stop) = f.stop_ps {
                 self.queue.push(SimTime(stop), Ev::FlowStop { flow: i as u32 });
             }

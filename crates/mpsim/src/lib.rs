@@ -5,14 +5,10 @@
 mod build;
 mod endpoint;
 mod flows;
-pub mod multipath;
 pub mod pcap;
 mod report;
 mod sim;
 pub mod spec;
-pub mod testbed;
-pub mod validation;
-pub mod validation_wvegas;
 
 pub use mpsim_core::SimTime;
 pub use report::{Table, Traces};

@@ -4,7 +4,7 @@
 //! [`PcapWriter`] renders each packet as an Ethernet frame (dummy MACs) with
 //! a valid IPv4 header, a TCP or UDP header with a valid checksum, the TCP
 //! options the segment would carry (MSS, SACK-permitted, timestamps, window
-//! scale, SACK and every MPTCP option of `specs/mptcp-protocol.md` section 3)
+//! scale, SACK and every MPTCP option of RFC 8684 section 3)
 //! and a zero-filled payload, so Wireshark/tshark dissect and analyse the
 //! capture (spec section 13). The writer keeps no connection state: absolute
 //! sequence numbers come from an ISN derived from each direction's 4-tuple.

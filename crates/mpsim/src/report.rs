@@ -1,6 +1,6 @@
 //! What a run leaves behind: time series sampled every `sample_interval`
 //! into column buffers (interfaces like ifstat, flows, subflows), request
-//! records, and the run summary of SCENARIO-FORMAT.md.
+//! records, and the run summary (docs/scenario-reference.md).
 
 use crate::endpoint::{EpKind, RecoveryCounters};
 use crate::sim::{Ev, Simulation};
@@ -8,6 +8,7 @@ use crate::spec::{AppSpec, Spec, TransportSpec};
 use mpsim_core::{Packet, SimDuration, SimTime};
 use mpsim_net::NodeKind;
 use mpsim_proto::apps::Side;
+use mpsim_proto::tcp::TcpState;
 use mpsim_proto::AppEvent;
 use serde_json::{json, Map, Value};
 
@@ -58,7 +59,39 @@ struct SubflowRow<'a> {
     sf: &'a mpsim_proto::tcp::Subflow,
     cc: &'a mpsim_cc::SubflowCc,
     reinjected_bytes: u64,
+    /// The subflow is closed (or, in MPTCP, given up): its last row.
+    closed: bool,
+    backup: bool,
+    /// Link indices of the client's and the server's interface.
+    client_link: u32,
+    server_link: u32,
 }
+
+/// The state of a subflow as the trace writes it, after RFC 9293's names.
+fn state_name(closed: bool, state: TcpState) -> &'static str {
+    if closed {
+        return "closed";
+    }
+    match state {
+        TcpState::SynSent => "syn_sent",
+        TcpState::SynReceived => "syn_received",
+        TcpState::Established => "established",
+        TcpState::FinWait1 => "fin_wait1",
+        TcpState::FinWait2 => "fin_wait2",
+        TcpState::CloseWait => "close_wait",
+        TcpState::Closing => "closing",
+        TcpState::LastAck => "last_ack",
+        TcpState::TimeWait => "time_wait",
+        TcpState::Closed => "closed",
+    }
+}
+
+/// The link of an interface address, or `NO_LINK`.
+fn link_index(a: mpsim_core::Addr) -> u32 {
+    mpsim_net::iface_of_addr(a).map_or(NO_LINK, |(l, _)| l.0)
+}
+
+const NO_LINK: u32 = u32::MAX;
 
 #[derive(Default)]
 struct ConnectionCols {
@@ -86,10 +119,15 @@ struct SubflowCols {
     reinjected_bytes: Vec<i64>,
     timeouts: Vec<i64>,
     fast_recoveries: Vec<i64>,
+    state: Vec<&'static str>,
+    backup: Vec<i64>,
+    client_link: Vec<u32>,
+    server_link: Vec<u32>,
 }
 
 impl SubflowCols {
-    /// A row for a subflow that has sent data.
+    /// A row for a subflow that has sent data. A closed subflow's row has
+    /// nothing in flight and no window: its values are not frozen on.
     fn push_row(&mut self, t_s: f64, flow: u32, conn: u32, subflow: usize, side: &'static str, r: &SubflowRow) {
         if r.sf.stats.bytes_sent == 0 {
             return;
@@ -100,15 +138,22 @@ impl SubflowCols {
         self.connection.push(conn as i64);
         self.subflow.push(subflow as i64);
         self.side.push(side);
-        self.cwnd_bytes.push(r.cc.cwnd_pkts * mss);
-        self.ssthresh_bytes.push((r.cc.ssthresh_pkts * mss).min(1e15));
-        self.srtt_s.push(r.sf.rtt.srtt.map_or(f64::NAN, |s| s.as_secs_f64()));
-        self.bytes_in_flight.push(r.sf.bytes_in_flight() as i64);
+        let (cwnd, ssthresh) =
+            if r.closed { (f64::NAN, f64::NAN) } else { (r.cc.cwnd_pkts * mss, (r.cc.ssthresh_pkts * mss).min(1e15)) };
+        self.cwnd_bytes.push(cwnd);
+        self.ssthresh_bytes.push(ssthresh);
+        let srtt = if r.closed { None } else { r.sf.rtt.srtt };
+        self.srtt_s.push(srtt.map_or(f64::NAN, |s| s.as_secs_f64()));
+        self.bytes_in_flight.push(if r.closed { 0 } else { r.sf.bytes_in_flight() as i64 });
         self.bytes_delivered.push(r.sf.stats.bytes_acked as i64);
         self.retransmissions.push(r.sf.stats.retransmitted_segs as i64);
         self.reinjected_bytes.push(r.reinjected_bytes as i64);
         self.timeouts.push(r.sf.stats.timeouts as i64);
         self.fast_recoveries.push(r.sf.stats.fast_recoveries as i64);
+        self.state.push(state_name(r.closed, r.sf.state));
+        self.backup.push(r.backup as i64);
+        self.client_link.push(r.client_link);
+        self.server_link.push(r.server_link);
     }
 }
 
@@ -123,8 +168,24 @@ pub(crate) struct Sampler {
     flows: FlowCols,
     last_flow: Vec<u64>,
     subflows: SubflowCols,
+    /// Per endpoint and subflow: its closing has been sampled (one last row).
+    closed_sampled: Vec<Vec<bool>>,
     connections: ConnectionCols,
     last_time: SimTime,
+}
+
+impl Sampler {
+    /// True the first time subflow `i` of endpoint `ep` is seen closed, false after.
+    fn first_closed_sample(&mut self, ep: usize, i: usize) -> bool {
+        if self.closed_sampled.len() <= ep {
+            self.closed_sampled.resize(ep + 1, Vec::new());
+        }
+        let seen = &mut self.closed_sampled[ep];
+        if seen.len() <= i {
+            seen.resize(i + 1, false);
+        }
+        !std::mem::replace(&mut seen[i], true)
+    }
 }
 
 impl Sampler {
@@ -140,6 +201,7 @@ impl Sampler {
             flows: FlowCols::default(),
             last_flow: vec![0; spec.flows.len()],
             subflows: SubflowCols::default(),
+            closed_sampled: Vec::new(),
             connections: ConnectionCols::default(),
             last_time: SimTime::ZERO,
         }
@@ -207,17 +269,46 @@ impl Simulation {
         }
     }
 
+    /// One row per open subflow that has sent data, and one last row (state
+    /// "closed") for a subflow that closed or was given up since the last sample.
     fn sample_subflows(&mut self, t_s: f64) {
-        for e in &self.endpoints {
+        for (n, e) in self.endpoints.iter().enumerate() {
             let side = if e.side == Side::Client { "client" } else { "server" };
             match &e.kind {
                 EpKind::Tcp(conn) => {
-                    let row = SubflowRow { sf: &conn.sf, cc: conn.cc(), reinjected_bytes: 0 };
+                    let closed = conn.sf.is_closed();
+                    if closed && !self.sampler.first_closed_sample(n, 0) {
+                        continue;
+                    }
+                    let server_link = self.flows[e.flow as usize].server_link.0;
+                    let row = SubflowRow {
+                        sf: &conn.sf,
+                        cc: conn.cc(),
+                        reinjected_bytes: 0,
+                        closed,
+                        backup: false,
+                        client_link: e.client_link.0,
+                        server_link,
+                    };
                     self.sampler.subflows.push_row(t_s, e.flow, e.conn, 0, side, &row);
                 }
                 EpKind::Mptcp(conn) => {
                     for (i, s) in conn.subflows().enumerate() {
-                        let row = SubflowRow { sf: s.sf, cc: s.cc, reinjected_bytes: s.reinjected_bytes };
+                        let closed = s.gone || s.sf.is_closed();
+                        if closed && !self.sampler.first_closed_sample(n, i) {
+                            continue;
+                        }
+                        let (client, server) =
+                            if e.side == Side::Client { (s.sf.local, s.sf.remote) } else { (s.sf.remote, s.sf.local) };
+                        let row = SubflowRow {
+                            sf: s.sf,
+                            cc: s.cc,
+                            reinjected_bytes: s.reinjected_bytes,
+                            closed,
+                            backup: s.backup,
+                            client_link: link_index(client),
+                            server_link: link_index(server),
+                        };
                         self.sampler.subflows.push_row(t_s, e.flow, e.conn, i, side, &row);
                     }
                     let c = &mut self.sampler.connections;
@@ -232,6 +323,10 @@ impl Simulation {
                 EpKind::Closed => {}
             }
         }
+    }
+
+    fn link_name(&self, l: u32) -> String {
+        self.links.get(l as usize).map_or_else(String::new, |l| l.name.clone())
     }
 
     fn names<T: Copy>(&self, idx: &[T], f: impl Fn(T) -> String) -> Column {
@@ -353,6 +448,10 @@ impl Simulation {
                 ("reinjected_bytes".into(), Column::I64(u.reinjected_bytes.clone())),
                 ("timeouts".into(), Column::I64(u.timeouts.clone())),
                 ("fast_recoveries".into(), Column::I64(u.fast_recoveries.clone())),
+                ("state".into(), Column::Str(u.state.iter().map(|s| s.to_string()).collect())),
+                ("backup".into(), Column::I64(u.backup.clone())),
+                ("client_interface".into(), self.names(&u.client_link, |l| self.link_name(l))),
+                ("server_interface".into(), self.names(&u.server_link, |l| self.link_name(l))),
             ],
         };
         let c = &s.connections;
@@ -397,7 +496,7 @@ impl Simulation {
         }
     }
 
-    /// The run summary (SCENARIO-FORMAT.md), without `mpsim_version`.
+    /// The run summary (docs/scenario-reference.md), without `mpsim_version`.
     pub fn summary(&self) -> Value {
         let mut flows = Map::new();
         for (i, _) in self.flows.iter().enumerate() {
@@ -462,6 +561,7 @@ impl Simulation {
             "subflows": subflows,
             "fallback": f.fallback,
             "requests": requests,
+            "start_s": start.as_secs_f64(),
         });
         if matches!(f.spec.app, AppSpec::Cbr { .. }) || f.spec.transport == TransportSpec::Udp {
             v["sent_bytes"] = json!(f.udp_sent_bytes);

@@ -18,6 +18,12 @@ use rustc_hash::FxHashMap;
 pub enum BuildError {
     #[error("{0}")]
     Invalid(String),
+    /// A part of the scenario contract this version does not simulate.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A flow whose hosts no path connects.
+    #[error("{0}")]
+    NoRoute(String),
     #[error("spec is not valid JSON for the engine: {0}")]
     Json(#[from] serde_json::Error),
 }
@@ -181,24 +187,42 @@ impl Simulation {
     /// Runs every event up to `until` (and never past the end). Returns
     /// true when the run is over.
     pub fn run_until(&mut self, until: SimTime) -> bool {
+        self.advance(until, u64::MAX);
+        self.is_done()
+    }
+
+    /// Runs at most `max_events` of the events due by `until` (never past
+    /// the end), so a caller can do other work between slices (a binding
+    /// checks for Ctrl-C). Returns true when every event due by `until` has
+    /// run and the clock stands at `until`; false when the budget ran out.
+    pub fn advance(&mut self, until: SimTime, max_events: u64) -> bool {
         let started = std::time::Instant::now();
         let limit = until.min(self.end);
+        let mut budget = max_events;
+        let mut reached = true;
         while let Some(t) = self.queue.peek_time() {
             if t > limit {
                 break;
             }
+            if budget == 0 {
+                reached = false;
+                break;
+            }
+            budget -= 1;
             // The queue is non-empty: peek returned a time.
             let Some((t, ev)) = self.queue.pop() else { break };
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
         }
-        self.now = self.now.max(limit);
-        if self.queue.peek_time().is_none() {
-            self.now = self.end.max(self.now);
+        if reached {
+            self.now = self.now.max(limit);
+            if self.queue.peek_time().is_none() {
+                self.now = self.end.max(self.now);
+            }
         }
         self.wall_s += started.elapsed().as_secs_f64();
-        self.is_done()
+        reached
     }
 
     fn dispatch(&mut self, ev: Ev) {

@@ -309,6 +309,10 @@ pub struct FlowSpec {
     /// Ask for ECN (RFC 3168) in the SYN; servers accept either way.
     #[serde(default)]
     pub ecn: bool,
+    /// The flow starts at `start_ps` plus an offset drawn uniformly from
+    /// [0, start_jitter_ps] from the flow's own seeded stream, picoseconds.
+    #[serde(default)]
+    pub start_jitter_ps: u64,
 }
 
 fn default_cc() -> String {

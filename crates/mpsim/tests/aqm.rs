@@ -5,7 +5,9 @@
 //! ("Drop-tail phase effects"; `cargo test --release -p mpsim --test aqm
 //! -- --ignored --nocapture phase_effect_figures` prints them).
 
-use mpsim::testbed::{download, run, Dumbbell, SharedBottleneck, PS_PER_S};
+mod common;
+
+use common::testbed::{download, run, Dumbbell, SharedBottleneck, PS_PER_S};
 use serde_json::{json, Value};
 
 /// A one-subflow MPTCP connection and a TCP flow sharing a bottleneck
@@ -176,7 +178,7 @@ fn codel_keeps_the_standing_queue_near_its_target() {
 /// and delivers every byte once.
 #[test]
 fn mptcp_subflows_negotiate_ecn_and_react_to_marks_on_each_path() {
-    use mpsim::testbed::TwoPath;
+    use common::testbed::TwoPath;
     let size = 10_000_000;
     let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
     t.queue_pkts = [500, 500];

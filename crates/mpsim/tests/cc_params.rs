@@ -2,7 +2,9 @@
 //! and a key that does not belong to the flow's controller is refused
 //! before the run.
 
-use mpsim::testbed::{bdp_pkts, run, Dumbbell};
+mod common;
+
+use common::testbed::{bdp_pkts, run, Dumbbell};
 use serde_json::{json, Value};
 
 fn dumbbell_vegas(params: Value) -> Value {
@@ -18,7 +20,7 @@ fn dumbbell_vegas(params: Value) -> Value {
 /// Mean smoothed RTT of flow f0 after 5 s, milliseconds.
 fn mean_srtt_ms(spec: &Value) -> f64 {
     let (sim, _) = run(spec).expect("spec builds");
-    1e3 * mpsim::validation::mean_srtt_s(&sim, "f0", 5.0).expect("srtt samples")
+    1e3 * common::validation::mean_srtt_s(&sim, "f0", 5.0).expect("srtt samples")
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //! same losses; the mean over a few seeds keeps the comparison meaningful
 //! where they do not.
 
-use mpsim::testbed::{bernoulli, download, run, TwoPath};
+mod common;
+
+use common::testbed::{bernoulli, download, run, TwoPath};
 use serde_json::{json, Value};
 
 const COUPLED: &[&str] = &["ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "kellyvoice"];

@@ -1,6 +1,8 @@
 //! Same spec and seed, same bytes out; another seed changes a lossy run.
 
-use mpsim::testbed::{bernoulli, Dumbbell};
+mod common;
+
+use common::testbed::{bernoulli, Dumbbell};
 use serde_json::{json, Value};
 
 fn lossy(seed: u64) -> Value {
@@ -13,7 +15,7 @@ fn lossy(seed: u64) -> Value {
 }
 
 fn run(spec: &Value) -> (mpsim::Simulation, Value) {
-    mpsim::testbed::run(spec).expect("spec builds")
+    common::testbed::run(spec).expect("spec builds")
 }
 
 fn without_wall_time(mut s: Value) -> Value {

@@ -2,7 +2,9 @@
 //! reordering, a link going down and up), the receiver gets exactly the
 //! bytes sent, in order, and the transfer completes.
 
-use mpsim::testbed::{download, no_loss, run, Dumbbell, PS_PER_MS, PS_PER_S};
+mod common;
+
+use common::testbed::{download, no_loss, run, Dumbbell, PS_PER_MS, PS_PER_S};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -2,9 +2,11 @@
 //! fallback and determinism. Figures are reported in docs/validation.md
 //! (`cargo run --release -p mpsim --example validation_mptcp`).
 
-use mpsim::multipath::{goal1, goal2, goal3};
+mod common;
+
+use common::multipath::{goal1, goal2, goal3};
+use common::testbed::{bernoulli, dir, download, link, no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
 use mpsim::report_column::Column;
-use mpsim::testbed::{bernoulli, dir, download, link, no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
 use serde_json::{json, Value};
 
 #[test]
@@ -119,7 +121,7 @@ fn the_upstream_scheduler_keeps_every_uncoupled_subflow_busy() {
     assert_eq!(subs.len(), 2, "{f}");
     for (x, &b) in subs.iter().zip(&bw) {
         let g = x["goodput_bps"].as_f64().unwrap_or(0.0);
-        assert!(g > 0.85 * mpsim::testbed::payload_capacity_bps(b), "{f}");
+        assert!(g > 0.85 * common::testbed::payload_capacity_bps(b), "{f}");
     }
 }
 

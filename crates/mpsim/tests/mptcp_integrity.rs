@@ -3,7 +3,9 @@
 //! going down and coming back), the receiving application gets exactly the
 //! bytes sent, in order, and the transfer completes.
 
-use mpsim::testbed::{no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
+mod common;
+
+use common::testbed::{no_loss, run, TwoPath, PS_PER_MS, PS_PER_S};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -2,7 +2,9 @@
 //! every MPTCP option dissects cleanly and tshark's per-subflow byte counts
 //! equal the simulator's. Skipped (with a note) when tshark is absent.
 
-use mpsim::testbed::{download, run, TwoPath};
+mod common;
+
+use common::testbed::{download, run, TwoPath};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -4,7 +4,9 @@
 //! backup priority), in random order. Every run must finish without a
 //! panic, deliver no more than was sent, and give the same summary again.
 
-use mpsim::testbed::{run, TwoPath, PS_PER_MS};
+mod common;
+
+use common::testbed::{run, TwoPath, PS_PER_MS};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -213,13 +215,13 @@ fn topology() -> impl Strategy<Value = Value> {
             )
         })
         .prop_map(|((n_sw, n_host), sw, extra, hosts, flows, events, (bw, delay_ms, seed))| {
-            let d = mpsim::testbed::dir(bw, delay_ms as f64, 100, mpsim::testbed::no_loss());
+            let d = common::testbed::dir(bw, delay_ms as f64, 100, common::testbed::no_loss());
             let mut nodes = Vec::new();
             let mut links = Vec::new();
             for (i, &(parent, router)) in sw.iter().enumerate() {
                 nodes.push(json!({"name": format!("n{i}"), "kind": if router { "router" } else { "switch" }}));
                 if i > 0 {
-                    links.push(mpsim::testbed::link(
+                    links.push(common::testbed::link(
                         &format!("t{i}"),
                         &format!("n{}", parent % i),
                         &format!("n{i}"),
@@ -231,12 +233,12 @@ fn topology() -> impl Strategy<Value = Value> {
             for (k, &(a, b)) in extra.iter().enumerate() {
                 let (a, b) = (a % n_sw, b % n_sw);
                 if a != b {
-                    links.push(mpsim::testbed::link(&format!("x{k}"), &format!("n{a}"), &format!("n{b}"), d.clone(), d.clone()));
+                    links.push(common::testbed::link(&format!("x{k}"), &format!("n{a}"), &format!("n{b}"), d.clone(), d.clone()));
                 }
             }
             for (h, &(first, second)) in hosts.iter().enumerate() {
                 nodes.push(json!({"name": format!("h{h}"), "kind": "host"}));
-                links.push(mpsim::testbed::link(
+                links.push(common::testbed::link(
                     &format!("h{h}a"),
                     &format!("h{h}"),
                     &format!("n{}", first % n_sw),
@@ -244,7 +246,13 @@ fn topology() -> impl Strategy<Value = Value> {
                     d.clone(),
                 ));
                 if let Some(s) = second.map(|s| s % n_sw).filter(|&s| s != first % n_sw) {
-                    links.push(mpsim::testbed::link(&format!("h{h}b"), &format!("h{h}"), &format!("n{s}"), d.clone(), d.clone()));
+                    links.push(common::testbed::link(
+                        &format!("h{h}b"),
+                        &format!("h{h}"),
+                        &format!("n{s}"),
+                        d.clone(),
+                        d.clone(),
+                    ));
                 }
             }
             let mut fl = Vec::new();
@@ -266,8 +274,8 @@ fn topology() -> impl Strategy<Value = Value> {
                 evs.sort_by_key(|e| e["at_ps"].as_u64());
                 links[l]["events"] = json!(evs);
             }
-            json!({"name": "random", "seed": seed, "duration_ps": 20 * mpsim::testbed::PS_PER_S,
-               "sample_interval_ps": mpsim::testbed::PS_PER_S, "mss_bytes": 1448, "header_bytes": 66,
+            json!({"name": "random", "seed": seed, "duration_ps": 20 * common::testbed::PS_PER_S,
+               "sample_interval_ps": common::testbed::PS_PER_S, "mss_bytes": 1448, "header_bytes": 66,
                "nodes": nodes, "links": links, "flows": fl,
                "record": {"interfaces": true, "subflows": true, "pcap": []}})
         })

@@ -2,7 +2,9 @@
 //! `sndbuf` below the bandwidth-delay product the rate is about
 //! `sndbuf / RTT`, and the transfer still delivers exactly what was sent.
 
-use mpsim::testbed::{bernoulli, download, run, TwoPath};
+mod common;
+
+use common::testbed::{bernoulli, download, run, TwoPath};
 use serde_json::json;
 
 /// Goodput (bps) of a sized TCP download on a 10 Mbps path of 20 ms one-way delay.

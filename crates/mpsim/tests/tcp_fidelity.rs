@@ -2,7 +2,9 @@
 //! engine: what the sans-IO unit tests establish for one connection, seen
 //! on whole networks.
 
-use mpsim::testbed::{bdp_pkts, bernoulli, download, Dumbbell};
+mod common;
+
+use common::testbed::{bdp_pkts, bernoulli, download, Dumbbell};
 use mpsim::{SimTime, Simulation};
 use serde_json::Value;
 

@@ -9,7 +9,9 @@
 //! zero windows, ACKs of unseen data, reused ports and anything else fail.
 //! Skipped (with a note) when tshark is absent.
 
-use mpsim::testbed::{bernoulli, download, run, Dumbbell, TwoPath, PS_PER_MS};
+mod common;
+
+use common::testbed::{bernoulli, download, run, Dumbbell, TwoPath, PS_PER_MS};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

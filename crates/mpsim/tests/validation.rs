@@ -1,7 +1,9 @@
 //! Validation against theory. The numbers are reported in
 //! docs/validation.md (`cargo run --release -p mpsim --example validation`).
 
-use mpsim::validation::*;
+mod common;
+
+use common::validation::*;
 
 #[test]
 fn reno_and_cubic_fill_a_bdp_buffered_bottleneck() {
@@ -39,4 +41,16 @@ fn the_shorter_rtt_flow_gets_more() {
     // propagation RTTs; queueing shrinks the effective RTT ratio, so only
     // the direction and a loose range are asserted; the figures are reported.
     assert!(u.ratio() > 1.2, "{u:?}");
+}
+
+#[test]
+fn jain_index_of_equal_and_skewed_shares() {
+    use common::testbed::jain;
+    assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
+    assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
+}
+
+#[test]
+fn bdp_of_10mbps_and_40ms_is_34_frames() {
+    assert_eq!(common::testbed::bdp_pkts(10_000_000, 40.0), 34);
 }

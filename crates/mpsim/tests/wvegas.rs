@@ -4,7 +4,9 @@
 //! alone busy and takes it back after a competing flow leaves. (Before:
 //! 0.83 alone, 0.32 after the competitor left.)
 
-use mpsim::validation_wvegas::bottleneck;
+mod common;
+
+use common::validation_wvegas::bottleneck;
 use serde_json::json;
 
 #[test]
@@ -25,15 +27,15 @@ fn mptcp_flows_take_their_cc_params_to_the_builder() {
     // Refused by the engine with the key: the flow's parameters reach the
     // MPTCP controller's constructor (the same string the connection uses).
     let spec = || {
-        let mut b = mpsim::testbed::SharedBottleneck::new("wvegas");
+        let mut b = common::testbed::SharedBottleneck::new("wvegas");
         b.duration_s = 1.0;
         b.spec()
     };
     let mut bad = spec();
     bad["flows"][0]["cc_params"] = json!({"total_alpha": 0.5});
-    let err = mpsim::testbed::run(&bad).err().map(|e| e.to_string()).unwrap_or_default();
+    let err = common::testbed::run(&bad).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(err.contains("'total_alpha'"), "{err}");
     let mut good = spec();
     good["flows"][0]["cc_params"] = json!({"total_alpha": 20.0, "gamma": 2.0});
-    assert!(mpsim::testbed::run(&good).is_ok());
+    assert!(common::testbed::run(&good).is_ok());
 }

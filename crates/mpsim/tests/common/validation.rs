@@ -3,21 +3,21 @@
 //! unfairness. Each experiment returns its measured rows; the tests assert
 //! on them and `cargo run --release --example validation` prints the tables.
 
-use crate::report::Column;
-use crate::testbed::{bdp_pkts, bernoulli, jain, payload_capacity_bps, run, Dumbbell};
+use super::testbed::{bdp_pkts, bernoulli, jain, payload_capacity_bps, run, Dumbbell};
+use mpsim::report_column::Column;
 use serde_json::Value;
 
 fn goodput(summary: &Value, flow: &str) -> f64 {
     summary["flows"][flow]["goodput_bps"].as_f64().unwrap_or(0.0)
 }
 
-fn column<'a>(traces: &'a crate::Traces, table: &str, name: &str) -> Option<&'a Column> {
+fn column<'a>(traces: &'a mpsim::Traces, table: &str, name: &str) -> Option<&'a Column> {
     let t = &traces.iter().find(|(n, _)| n == table)?.1;
     t.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c)
 }
 
 /// Mean of the sampled smoothed RTT of `flow`'s sending side, after `skip_s`.
-pub fn mean_srtt_s(sim: &crate::Simulation, flow: &str, skip_s: f64) -> Option<f64> {
+pub fn mean_srtt_s(sim: &mpsim::Simulation, flow: &str, skip_s: f64) -> Option<f64> {
     let tr = sim.traces();
     let (Some(Column::F64(t)), Some(Column::Str(f)), Some(Column::F64(rtt))) =
         (column(&tr, "subflows", "time_s"), column(&tr, "subflows", "flow"), column(&tr, "subflows", "srtt_s"))
@@ -29,7 +29,7 @@ pub fn mean_srtt_s(sim: &crate::Simulation, flow: &str, skip_s: f64) -> Option<f
 }
 
 /// Goodput of `flow` between `from_s` and the end of the run, from the flow samples.
-pub fn goodput_after_bps(sim: &crate::Simulation, flow: &str, from_s: f64) -> Option<f64> {
+pub fn goodput_after_bps(sim: &mpsim::Simulation, flow: &str, from_s: f64) -> Option<f64> {
     let tr = sim.traces();
     let (Some(Column::F64(t)), Some(Column::Str(f)), Some(Column::I64(b))) =
         (column(&tr, "flows", "time_s"), column(&tr, "flows", "flow"), column(&tr, "flows", "bytes_delivered"))

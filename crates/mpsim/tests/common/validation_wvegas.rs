@@ -4,8 +4,8 @@
 //! mpsim --example validation_wvegas` prints the figures; `tests/wvegas.rs`
 //! asserts them. `mode` is the flow's `cc_mode`.
 
-use crate::testbed::{bdp_pkts, download, run, SharedBottleneck, TwoPath, FULL_FRAME_BYTES, PS_PER_S};
-use crate::validation::{goodput_after_bps, mean_srtt_s};
+use super::testbed::{bdp_pkts, download, run, SharedBottleneck, TwoPath, FULL_FRAME_BYTES, PS_PER_S};
+use super::validation::{goodput_after_bps, mean_srtt_s};
 use serde_json::{json, Value};
 
 const BW_BPS: u64 = 10_000_000;

@@ -172,9 +172,9 @@ impl TwoPath {
 }
 
 /// Runs a spec to its end; returns the simulation (for traces) and its summary.
-pub fn run(spec: &Value) -> Result<(crate::Simulation, Value), crate::BuildError> {
-    let mut sim = crate::Simulation::from_json(&spec.to_string())?;
-    sim.run_until(crate::SimTime(u64::MAX));
+pub fn run(spec: &Value) -> Result<(mpsim::Simulation, Value), mpsim::BuildError> {
+    let mut sim = mpsim::Simulation::from_json(&spec.to_string())?;
+    sim.run_until(mpsim::SimTime(u64::MAX));
     let summary = sim.summary();
     Ok((sim, summary))
 }
@@ -187,22 +187,6 @@ pub fn jain(xs: &[f64]) -> f64 {
         return 1.0;
     }
     s * s / (xs.len() as f64 * s2)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jain_index_of_equal_and_skewed_shares() {
-        assert!((jain(&[1.0, 1.0, 1.0]) - 1.0).abs() < 1e-12);
-        assert!((jain(&[1.0, 0.0]) - 0.5).abs() < 1e-12);
-    }
-
-    #[test]
-    fn bdp_of_10mbps_and_40ms_is_34_frames() {
-        assert_eq!(bdp_pkts(10_000_000, 40.0), 34);
-    }
 }
 
 /// A shared bottleneck: an MPTCP client with two interfaces and a TCP

@@ -4,7 +4,7 @@
 //! prints the tables; `tests/mptcp.rs` asserts the acceptance figures.
 //! `mode` is the `cc_mode` of every flow: "reference" or "linux".
 
-use crate::testbed::{download, run, SharedBottleneck, TwoPath};
+use super::testbed::{download, run, SharedBottleneck, TwoPath};
 use serde_json::Value;
 
 /// `spec` with every flow in congestion-control mode `mode`.

@@ -1,0 +1,31 @@
+"""Type stubs of the compiled engine module `mpsim._core` (crates/mpsim-py).
+
+Errors: the constructor raises `mpsim.errors.EngineSpecError` (the spec is
+not what the engine reads), `EngineBuildError`, `UnsupportedError` or
+`NoRouteError` (the engine cannot build the world); `run_until` raises
+KeyboardInterrupt when a signal handler does (Ctrl-C).
+"""
+
+__version__: str
+
+class Simulation:
+    """One run, built from an engine spec (JSON, docs/engine-spec.md)."""
+
+    def __init__(self, spec_json: str) -> None: ...
+    def run_until(self, t_ps: int) -> bool:
+        """Runs up to `t_ps` picoseconds (GIL released, signals checked
+        between slices); True when the run is over."""
+    @property
+    def now_ps(self) -> int: ...
+    @property
+    def end_ps(self) -> int: ...
+    @property
+    def events(self) -> int: ...
+    @property
+    def packet_hops(self) -> int: ...
+    def summary_json(self) -> str:
+        """The run summary as JSON (without mpsim_version)."""
+    def pcaps(self) -> dict[str, bytes]:
+        """`{interface: pcap file bytes}` for the interfaces of `record.pcap`."""
+    def traces(self) -> dict[str, dict[str, list[float] | list[int] | list[str]]]:
+        """`{table: {column: values}}`."""

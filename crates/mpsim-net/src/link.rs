@@ -203,6 +203,12 @@ impl LinkDir {
 
     /// Offers a packet at `now`. A mark the discipline sets on it is listed
     /// in `aqm`, and so are the packets it drops in its place.
+    /// The discipline sorts packets by flow (`QPkt::flow_hash` is read).
+    #[inline]
+    pub fn uses_flow_hash(&self) -> bool {
+        self.qdisc.uses_flow_hash()
+    }
+
     pub fn offer(&mut self, now: SimTime, pkt: QPkt) -> EnqueueOutcome {
         if !self.params.up {
             self.stats.down_drops += 1;

@@ -315,8 +315,13 @@ impl Simulation {
             p.ext = Default::default();
         }
         let p = self.pool.get(pid);
-        let proto = if p.proto == mpsim_core::Proto::Tcp { 6 } else { 17 };
-        let flow_hash = flow_hash(p.src.0, p.dst.0, p.sport, p.dport, proto);
+        // Hashing every packet's 5-tuple costs where no discipline reads it.
+        let flow_hash = if self.dirs[dir as usize].uses_flow_hash() {
+            let proto = if p.proto == mpsim_core::Proto::Tcp { 6 } else { 17 };
+            flow_hash(p.src.0, p.dst.0, p.sport, p.dport, proto)
+        } else {
+            0
+        };
         let q = QPkt { pid, wire_bytes: p.wire_bytes, flow_hash, ect: p.ecn.is_ect(), enqueued: self.now };
         let outcome = self.dirs[dir as usize].offer(self.now, q);
         self.settle_aqm(dir);
@@ -350,11 +355,16 @@ impl Simulation {
 
     /// Frees the packets the queue discipline of `dir` dropped and sets CE
     /// on the ones it marked.
+    #[inline(always)]
     pub(crate) fn settle_aqm(&mut self, dir: u32) {
-        let d = &mut self.dirs[dir as usize];
-        if d.aqm.is_empty() {
-            return;
+        if !self.dirs[dir as usize].aqm.is_empty() {
+            self.apply_aqm(dir);
         }
+    }
+
+    #[cold]
+    fn apply_aqm(&mut self, dir: u32) {
+        let d = &mut self.dirs[dir as usize];
         for (pid, action) in d.aqm.drain(..) {
             match action {
                 AqmAction::Drop => self.pool.free(pid),

@@ -95,6 +95,11 @@ impl Qdisc {
         }
     }
 
+    /// Only FQ-CoDel sorts packets by flow; the others need no hash.
+    pub fn uses_flow_hash(&self) -> bool {
+        matches!(self, Qdisc::FqCodel(_))
+    }
+
     /// Scheduling disciplines hold their packets; admission ones do not.
     pub fn holds_packets(&self) -> bool {
         matches!(self, Qdisc::Codel(_) | Qdisc::FqCodel(_))

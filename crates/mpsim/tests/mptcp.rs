@@ -414,3 +414,41 @@ fn four_subflows_between_multihomed_hosts_survive_an_interface_outage() {
         }
     }
 }
+
+/// Payload bytes the sender's subflows on client interface `iface`
+/// delivered between two times, summed over every subflow opened there.
+fn iface_bytes_between(sim: &mpsim::Simulation, summary: &Value, iface: &str, from_s: f64, to_s: f64) -> i64 {
+    let subs = summary["flows"]["mp"]["subflows"].as_array().expect("subflows");
+    (0..subs.len())
+        .filter(|&k| subs[k]["client_interface"] == iface)
+        .map(|k| subflow_bytes_between(sim, k as i64, from_s, to_s))
+        .sum()
+}
+
+/// Wifi (`p1`, 10 Mbps) and 3G (`p2`, 2 Mbps) under path manager `pm`;
+/// 3G goes down at 10, 30 and 50 s and comes back 10 s later each time.
+fn flapping_3g(pm: &str) -> Value {
+    let mut t = TwoPath::new([10_000_000, 2_000_000], [10.0, 40.0]);
+    t.duration_s = 70.0;
+    let mut f = TwoPath::mptcp_flow("mp", "cubic", download(None));
+    f["path_manager"] = json!(pm);
+    t.flows = vec![f];
+    let mut spec = t.spec();
+    let at = |s: u64| s * PS_PER_S;
+    spec["links"][1]["events"] = json!([
+        {"at_ps": at(10), "up": false}, {"at_ps": at(20), "up": true},
+        {"at_ps": at(30), "up": false}, {"at_ps": at(40), "up": true},
+        {"at_ps": at(50), "up": false}, {"at_ps": at(60), "up": true},
+    ]);
+    spec
+}
+
+#[test]
+fn the_endpoints_path_manager_reuses_3g_after_every_return() {
+    let (sim, s) = run(&flapping_3g("endpoints")).expect("spec builds");
+    // 2 Mbps for 7 s is 1.75 MB.
+    for (from, to) in [(2.0, 9.0), (22.0, 29.0), (42.0, 49.0), (62.0, 69.0)] {
+        let b = iface_bytes_between(&sim, &s, "p2", from, to);
+        assert!(b > 1_000_000, "3G carried {b} bytes from {from} to {to} s: {}", s["flows"]["mp"]);
+    }
+}

@@ -897,9 +897,25 @@ impl MptcpConnection {
         self.announce.push_back(MpOption::AddAddr { addr_id: a.id, addr: a.addr.0, port: None, hmac64: Some(hmac), echo: false });
     }
 
+    /// Both DATA_FINs are acknowledged: the connection is over, only its
+    /// subflows' closing remains.
+    pub(super) fn finished(&self) -> bool {
+        self.data_fin_acked && self.peer_closed
+    }
+
+    /// Extra subflows (MP_JOIN) still open: closed ones no longer count
+    /// against `max_subflows`, as Linux decrements its counter when a
+    /// subflow closes (`mptcp_pm_subflow_check_next`, net/mptcp/pm.c).
+    fn open_joins(&self) -> usize {
+        self.subs.iter().filter(|s| s.kind == Kind::Join && !s.gone).count()
+    }
+
     /// Opens the subflows the path manager wants (client side).
     pub(super) fn run_path_manager(&mut self, now: SimTime) {
-        if !self.is_client || self.state != MpState::Established || !self.peer_confirmed {
+        // Linux creates subflows only on a fully established connection
+        // (`__mptcp_subflow_connect`, net/mptcp/subflow.c); a finished one
+        // never again.
+        if !self.is_client || self.state != MpState::Established || !self.peer_confirmed || self.finished() {
             return;
         }
         let initial_remote = self.remote_addrs.first().map(|&(_, a)| a).unwrap_or_default();
@@ -920,8 +936,7 @@ impl MptcpConnection {
                 (live..n.max(1) as usize).map(|_| (l, 0, initial_remote)).collect()
             }
             PathManagerKind::Endpoints { max_subflows, .. } => {
-                let extra = self.subs.iter().filter(|s| s.kind == Kind::Join).count();
-                let room = (max_subflows as usize).saturating_sub(extra);
+                let room = (max_subflows as usize).saturating_sub(self.open_joins());
                 let remotes: Vec<(u8, Addr)> = self.remote_addrs.clone();
                 let mut v: Vec<(LocalAddr, u8, Addr)> =
                     self.cfg.local_addrs.iter().skip(1).filter(|a| a.up).map(|&l| (l, 0, initial_remote)).collect();
@@ -959,11 +974,13 @@ impl MptcpConnection {
         let Some(MpOption::JoinSyn { token, nonce, addr_id, backup }) = syn.ext.mptcp().map(|m| m.option) else {
             return false;
         };
-        if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) {
+        // Linux accepts joins only on a fully established connection
+        // (`mptcp_can_accept_new_subflow`, net/mptcp/subflow.c).
+        if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) || self.finished() {
             return false;
         }
         if let PathManagerKind::Endpoints { max_subflows, .. } = self.cfg.path_manager {
-            if self.subs.iter().filter(|s| s.kind == Kind::Join).count() >= max_subflows as usize {
+            if self.open_joins() >= max_subflows as usize {
                 return false;
             }
         }
@@ -1019,7 +1036,8 @@ impl MptcpConnection {
         self.unechoed.retain(|u| u.addr_id != a.id);
         if up {
             let announces = matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client;
-            if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) && announces {
+            let initial = self.subs.first().is_some_and(|s| s.local() == addr);
+            if self.state == MpState::Established && !initial && announces && !self.finished() {
                 self.announce_addr(a);
             }
             self.run_path_manager(now);

@@ -452,3 +452,22 @@ fn the_endpoints_path_manager_reuses_3g_after_every_return() {
         assert!(b > 1_000_000, "3G carried {b} bytes from {from} to {to} s: {}", s["flows"]["mp"]);
     }
 }
+
+#[test]
+fn endpoints_keep_a_stale_subflow_across_an_outage_and_fullmesh_replaces_it() {
+    // Upstream Linux's in-kernel path manager leaves subflows alone when
+    // an interface goes down (closing them is mptcpd's job): the 3G
+    // subflow goes stale and recovers. The out-of-tree fullmesh closes it
+    // and opens a new one when the interface returns.
+    for (pm, p2_subflows) in [("endpoints", 1), ("fullmesh", 4)] {
+        let (sim, s) = run(&flapping_3g(pm)).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let subs = f["subflows"].as_array().expect("subflows");
+        let on_p2 = subs.iter().filter(|x| x["client_interface"] == "p2").count();
+        assert_eq!(on_p2, p2_subflows, "{pm}: {f}");
+        for (from, to) in [(24.0, 29.0), (44.0, 49.0), (64.0, 69.0)] {
+            let b = iface_bytes_between(&sim, &s, "p2", from, to);
+            assert!(b > 500_000, "{pm}: 3G carried {b} bytes from {from} to {to} s: {f}");
+        }
+    }
+}

@@ -1026,6 +1026,16 @@ impl MptcpConnection {
             return;
         }
         self.cfg.local_addrs[i].up = up;
+        if matches!(self.cfg.path_manager, PathManagerKind::Endpoints { .. }) {
+            // Upstream Linux's in-kernel path manager does not follow
+            // interfaces (closing subflows is mptcpd's job): a subflow on a
+            // dead interface goes stale after its RTO and recovers when the
+            // interface returns; only a missing subflow is opened again.
+            if up {
+                self.run_path_manager(now);
+            }
+            return;
+        }
         let a = self.cfg.local_addrs[i];
         // An announcement about this address not yet sent is out of date.
         self.announce.retain(|o| match *o {
@@ -1035,7 +1045,7 @@ impl MptcpConnection {
         });
         self.unechoed.retain(|u| u.addr_id != a.id);
         if up {
-            let announces = matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client;
+            let announces = self.cfg.path_manager == PathManagerKind::Fullmesh;
             let initial = self.subs.first().is_some_and(|s| s.local() == addr);
             if self.state == MpState::Established && !initial && announces && !self.finished() {
                 self.announce_addr(a);
@@ -1043,9 +1053,9 @@ impl MptcpConnection {
             self.run_path_manager(now);
             return;
         }
-        // Only address-tracking path managers react; with the others the
-        // subflows wait, retransmitting, for the interface to return.
-        if !matches!(self.cfg.path_manager, PathManagerKind::Fullmesh | PathManagerKind::Endpoints { .. }) {
+        // Only the out-of-tree fullmesh follows interfaces; with the others
+        // the subflows wait, retransmitting, for the interface to return.
+        if self.cfg.path_manager != PathManagerKind::Fullmesh {
             return;
         }
         // Never close the last way out: a connection whose every subflow

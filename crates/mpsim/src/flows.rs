@@ -293,18 +293,60 @@ impl Simulation {
             })
             .collect();
         let side_bit = (side == Side::Server) as u64;
+        let peer = match side {
+            Side::Client => mpsim_net::iface_of_addr(f.server_addr).map(|(l, s)| self.topo.end(l, s)),
+            Side::Server => Some(f.client),
+        };
+        let route_sources = peer.map_or(vec![], |p| self.route_sources(&ifaces, p));
         MptcpConfig {
             tcp: f.tcp,
             cc: f.spec.cc.clone(),
             scheduler: m.scheduler,
             path_manager: m.path_manager,
             local_addrs,
+            route_sources,
             port_base,
             seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
             add_addr_timeout: m.add_addr_timeout,
             dss_checksum: m.dss_checksum,
             sndbuf_bytes: f.spec.sndbuf_bytes,
         }
+    }
+
+    /// For every interface address of host `peer`, the one of `ifaces`
+    /// (in preference order) with the shortest route to it: the source a
+    /// route lookup picks. Addresses no interface reaches are left out.
+    fn route_sources(&self, ifaces: &[(LinkId, u32)], peer: NodeId) -> Vec<(Addr, Addr)> {
+        let mut out = Vec::new();
+        for &(pl, ps) in &self.nodes[peer.index()].ifaces {
+            let dst = mpsim_net::iface_addr(pl, ps);
+            let best = ifaces
+                .iter()
+                .filter_map(|&(l, s)| self.hops_from_iface(l, s, dst, peer).map(|h| (h, mpsim_net::iface_addr(l, s))))
+                .min_by_key(|&(h, _)| h);
+            if let Some((_, src)) = best {
+                out.push((dst, src));
+            }
+        }
+        out
+    }
+
+    /// Links a packet sent on interface (`link`, `side`) crosses to reach
+    /// `dst` on host `owner`, following the forwarding tables; None if it
+    /// never arrives.
+    fn hops_from_iface(&self, link: LinkId, side: u32, dst: Addr, owner: NodeId) -> Option<usize> {
+        let mut node = self.topo.end(link, 1 - side);
+        for hops in 1..=self.links.len() {
+            if node == owner {
+                return Some(hops);
+            }
+            if self.nodes[node.index()].kind == mpsim_net::NodeKind::Host {
+                return None; // hosts do not forward
+            }
+            let dir = self.routes.next_dir(node, dst)?;
+            node = self.topo.end(LinkId(dir / 2), 1 - dir % 2);
+        }
+        None
     }
 
     /// The server side of `conn` is created by the client's SYN.

@@ -471,3 +471,49 @@ fn endpoints_keep_a_stale_subflow_across_an_outage_and_fullmesh_replaces_it() {
         }
     }
 }
+
+/// A client (`c1`, `c2`) and a server (`w1`, `w2`) joined by two disjoint
+/// 10 Mbps paths, `c1`-`r1`-`w1` (10 ms each way) and `c2`-`r2`-`w2`
+/// (20 ms): nothing routes between them. The server announces `w2`
+/// (endpoints path manager, one ADD_ADDR accepted).
+fn disjoint_paths(cc: &str) -> Value {
+    let d = |ms: f64| dir(10_000_000, ms, 100, no_loss());
+    let fast = || dir(1_000_000_000, 0.0, 1000, no_loss());
+    let links = vec![
+        link("c1", "client", "r1", d(10.0), d(10.0)),
+        link("c2", "client", "r2", d(20.0), d(20.0)),
+        link("w1", "r1", "server", fast(), fast()),
+        link("w2", "r2", "server", fast(), fast()),
+    ];
+    let mut f = TwoPath::mptcp_flow("mp", cc, download(None));
+    f["path_manager"] = json!("endpoints");
+    f["max_add_addr_accepted"] = json!(1);
+    json!({"name": "disjoint", "seed": 1, "duration_ps": 30 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66,
+           "nodes": [{"name": "client", "kind": "host"}, {"name": "r1", "kind": "router"},
+                     {"name": "r2", "kind": "router"}, {"name": "server", "kind": "host"}],
+           "links": links, "flows": [f], "record": {"interfaces": false, "subflows": false, "pcap": []}})
+}
+
+#[test]
+fn a_server_announcing_its_second_address_over_disjoint_paths_gets_both_capacities() {
+    // The subflow to the announced address leaves from the address routing
+    // picks for it (c2), not from the initial one (which has no route).
+    let one_path_bps = mpsim::testbed::payload_capacity_bps(10_000_000);
+    for cc in ["lia", "cubic"] {
+        let (_, s) = run(&disjoint_paths(cc)).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let goodput = f["goodput_bps"].as_f64().unwrap_or(0.0);
+        let subs = f["subflows"].as_array().expect("subflows");
+        let via = |iface: &str| {
+            subs.iter().filter(|x| x["client_interface"] == iface).map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).sum::<f64>()
+        };
+        eprintln!(
+            "{cc}: {goodput:.0} bps in all, {:.0} via c1, {:.0} via c2; one path carries {one_path_bps:.0}",
+            via("c1"),
+            via("c2")
+        );
+        assert!(goodput > 1.8 * one_path_bps, "{cc}: {f}");
+        assert!(via("c2") > 0.8 * one_path_bps, "{cc}: {f}");
+    }
+}

@@ -940,7 +940,9 @@ impl MptcpConnection {
                 let remotes: Vec<(u8, Addr)> = self.remote_addrs.clone();
                 let mut v: Vec<(LocalAddr, u8, Addr)> =
                     self.cfg.local_addrs.iter().skip(1).filter(|a| a.up).map(|&l| (l, 0, initial_remote)).collect();
-                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.cfg.local_addrs[0], id, ra)));
+                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.source_towards(ra), id, ra)));
+                // Subflows already open take no room twice.
+                v.retain(|&(l, _, ra)| !self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra));
                 v.truncate(room);
                 v
             }
@@ -952,6 +954,16 @@ impl MptcpConnection {
                 self.open_join(now, l, rid, ra);
             }
         }
+    }
+
+    /// The local address a subflow to announced address `remote` leaves
+    /// from. Linux connects it from the unspecified address when no
+    /// fullmesh endpoint exists (`fill_local_addresses_vec`,
+    /// net/mptcp/pm_kernel.c), so the route lookup for `remote` picks the
+    /// source (RFC 8684 section 3.4.1).
+    fn source_towards(&self, remote: Addr) -> LocalAddr {
+        let routed = self.cfg.route_sources.iter().find(|&&(peer, _)| peer == remote).map(|&(_, local)| local);
+        routed.and_then(|local| self.cfg.local_addrs.iter().find(|a| a.addr == local)).copied().unwrap_or(self.cfg.local_addrs[0])
     }
 
     fn open_join(&mut self, _now: SimTime, l: LocalAddr, remote_id: u8, remote: Addr) {

@@ -75,6 +75,11 @@ pub struct MptcpConfig {
     pub path_manager: PathManagerKind,
     /// The host's addresses in preference order; the first is the initial one.
     pub local_addrs: Vec<LocalAddr>,
+    /// The local address routing picks towards each address of the peer's
+    /// host, as (peer address, local address): where a subflow to an
+    /// announced address leaves from. A peer address not listed is
+    /// reached from the first local address.
+    pub route_sources: Vec<(Addr, Addr)>,
     /// First local port for additional subflows.
     pub port_base: u16,
     /// Seed of this connection's keys and nonces.

@@ -12,6 +12,7 @@ fn config(addr: Addr, seed: u64) -> MptcpConfig {
         scheduler: SchedulerKind::Default,
         path_manager: PathManagerKind::Default,
         local_addrs: vec![LocalAddr { addr, id: 0, backup: false, up: true }],
+        route_sources: vec![],
         port_base: 40_000,
         seed,
         add_addr_timeout: DEFAULT_ADD_ADDR_TIMEOUT,

@@ -517,3 +517,37 @@ fn a_server_announcing_its_second_address_over_disjoint_paths_gets_both_capaciti
         assert!(via("c2") > 0.8 * one_path_bps, "{cc}: {f}");
     }
 }
+
+#[test]
+fn a_timeout_on_the_fast_path_puts_no_delivered_data_on_the_slow_one() {
+    // 10 and 0.1 Mbps paths, uncoupled reno: the slow path's deep queue
+    // holds back the DATA_ACK of much that the fast path delivered. The
+    // fast path loses everything for 100 ms at 2 s and its subflow times
+    // out: only what was outstanding on it may move to the slow path (RFC
+    // 8684, Linux). That is data the fast subflow itself retransmits after
+    // its RTO, so the slow path cannot carry more than that.
+    for (scheduler, slow_queue_pkts) in [("upstream", 30), ("default", 100)] {
+        let mut t = TwoPath::new([10_000_000, 100_000], [10.0, 40.0]);
+        t.queue_pkts[1] = slow_queue_pkts;
+        t.duration_s = 60.0;
+        let mut f = TwoPath::mptcp_flow("mp", "reno", download(Some(20_000_000)));
+        f["scheduler"] = json!(scheduler);
+        t.flows = vec![f];
+        let mut spec = t.spec();
+        spec["links"][0]["events"] = json!([
+            {"at_ps": 2 * PS_PER_S, "loss": bernoulli(1.0)},
+            {"at_ps": 2 * PS_PER_S + 100 * PS_PER_MS, "loss": no_loss()},
+        ]);
+        let (_, s) = run(&spec).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let (fast, slow) = (&f["subflows"][0], &f["subflows"][1]);
+        let reinjected = slow["reinjected_bytes"].as_u64().unwrap_or(0);
+        let fast_retransmitted = fast["retransmitted_bytes"].as_u64().unwrap_or(0);
+        eprintln!(
+            "{scheduler}: slow path {reinjected} bytes reinjected, fast path {fast_retransmitted} retransmitted, completion {} s",
+            f["completion_time_s"]
+        );
+        assert_eq!(f["bytes_delivered"].as_u64(), Some(20_000_000), "{f}");
+        assert!(reinjected > 0 && reinjected <= fast_retransmitted, "{scheduler}: {f}");
+    }
+}

@@ -54,6 +54,9 @@ pub(super) struct Sub {
     pub reinjected_bytes: u64,
     /// Data bytes delivered in order at subflow level (receiver side).
     pub rx_bytes: u64,
+    /// Connection data queued on this subflow and not yet acknowledged at
+    /// subflow level, oldest first, as (end of its subflow sequence, DSN, length).
+    pub outstanding: VecDeque<(u64, u64, u32)>,
     /// Redundant scheduler: next DSN this subflow has not carried.
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
@@ -94,6 +97,7 @@ impl Sub {
             timeouts_seen: 0,
             una_seen: 0,
             reinjected_bytes: 0,
+            outstanding: VecDeque::new(),
             rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
@@ -777,6 +781,9 @@ impl MptcpConnection {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
+            while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
+                sub.outstanding.pop_front();
+            }
         }
         if sub.sf.stats.timeouts > sub.timeouts_seen {
             sub.timeouts_seen = sub.sf.stats.timeouts;
@@ -857,13 +864,23 @@ impl MptcpConnection {
         self.reinject_from(r);
     }
 
-    /// Queues every un-DATA_ACKed segment subflow `r` carried for another subflow.
+    /// Queues for another subflow the data still outstanding on subflow
+    /// `r` (not acknowledged at subflow level) and not yet DATA_ACKed.
+    /// What `r` delivered already is the receiver's: moving it would only
+    /// send it twice (RFC 8684 3.3.6; the out-of-tree kernel's
+    /// `mptcp_reinject_data` walks the subflow's write queue, which holds
+    /// only unacknowledged segments).
     fn reinject_from(&mut self, r: usize) {
         let bit = 1u64 << (r % 64);
-        for seg in self.unacked.iter_mut() {
-            if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
-                seg.in_reinject_queue = true;
-                self.reinject.push_back(seg.dsn);
+        for &(_, dsn, len) in &self.subs[r].outstanding {
+            let end = dsn + len as u64;
+            // `unacked` is in DSN order; its head may have been trimmed by a partial DATA_ACK.
+            let first = self.unacked.partition_point(|s| s.dsn + s.len as u64 <= dsn);
+            for seg in self.unacked.range_mut(first..).take_while(|s| s.dsn < end) {
+                if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
+                    seg.in_reinject_queue = true;
+                    self.reinject.push_back(seg.dsn);
+                }
             }
         }
     }

@@ -308,6 +308,7 @@ impl MptcpConnection {
         // The subflow tags the segment with its DSN: the mapping goes on
         // it, and on every retransmission of it (`dss_for`).
         sub.sf.send_segment(seg.len as u64, seg.dsn);
+        sub.outstanding.push_back((sub.sf.write_seq(), seg.dsn, seg.len));
         sub.queued = true;
         self.any_queued = true;
     }

@@ -328,3 +328,55 @@ fn the_endpoints_path_manager_reopens_a_subflow_after_every_close() {
     let from_second = out.log.iter().filter(|(_, up, p)| *up && p.src == Addr(3) && p.payload_bytes > 0).count();
     assert!(from_second > 100, "{from_second} data segments from the second address");
 }
+
+#[test]
+fn an_rto_reinjects_only_what_is_outstanding_on_the_subflow() {
+    // The client sends over a fast path (Addr(1), 5 ms) and a slow one
+    // (Addr(3), 200 ms): what the slow path carries holds back the
+    // DATA_ACK of what the fast path delivers meanwhile. The fast path
+    // loses everything from 1.0 to 1.05 s, and its subflow times out: the
+    // RTO may queue for the slow path only what the fast subflow has not had
+    // acknowledged (RFC 8684 3.3.6, Linux), never what it delivered.
+    // A 512 KiB buffer: about 50 MB/s on the fast path.
+    let tcp = TcpConfig { rcvbuf_bytes: 512 << 10, ..TcpConfig::default() };
+    // Round robin keeps the slow path busy whatever the fast one's window.
+    let scheduler = SchedulerKind::RoundRobin;
+    let cfg = MptcpConfig { tcp, scheduler, ..two_address_client(PathManagerKind::Fullmesh, true) };
+    let mut client = MptcpConnection::connect(cfg, (Addr(2), 80)).unwrap();
+    client.send(50_000_000);
+    client.close();
+    // The fast subflow's RTOs seen and its bytes outstanding after the
+    // last look; per RTO, (bytes then outstanding, bytes queued for reinjection).
+    let (mut timeouts, mut outstanding_bytes, mut at_rtos) = (0, 0, Vec::new());
+    let mut send = |c: &mut MptcpConnection, now: SimTime, to_server: bool, wire: &mut Wire| {
+        let fast = |c: &MptcpConnection| {
+            c.subflows().find(|s| s.sf.local == Addr(1)).map(|s| (s.sf.stats.timeouts, s.sf.unacked_app_bytes()))
+        };
+        if let Some((t, _)) = fast(c).filter(|&(t, _)| to_server && t > timeouts) {
+            // Data is queued on a subflow only while sending: what was
+            // outstanding after the last look is what the RTO found.
+            let queued: u64 = c.unacked.iter().filter(|s| s.in_reinject_queue).map(|s| s.len as u64).sum();
+            at_rtos.push((outstanding_bytes, queued));
+            timeouts = t;
+        }
+        let mut out = Vec::new();
+        c.drain_transmit(now, &mut out);
+        if let Some((_, b)) = fast(c).filter(|_| to_server) {
+            outstanding_bytes = b;
+        }
+        for p in out {
+            let slow = p.src == Addr(3) || p.dst == Addr(3);
+            if slow {
+                wire.push((now + SimDuration::from_millis(200), to_server, p));
+            } else if !(1.0..1.05).contains(&now.as_secs_f64()) {
+                wire.push((now + SimDuration::from_millis(5), to_server, p));
+            }
+        }
+    };
+    let server = MptcpConfig { tcp, scheduler, path_manager: PathManagerKind::Fullmesh, ..config(Addr(2), 2) };
+    let out = drive(client, server, &mut send);
+    assert_eq!(out.delivered, 50_000_000);
+    eprintln!("per RTO of the fast subflow, (bytes outstanding on it, bytes queued for reinjection): {at_rtos:?}");
+    assert!(!at_rtos.is_empty() && at_rtos.iter().all(|&(_, queued)| queued > 0), "{at_rtos:?}");
+    assert!(at_rtos.iter().all(|&(outstanding, queued)| queued <= outstanding), "{at_rtos:?}");
+}

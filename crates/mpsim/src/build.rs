@@ -89,7 +89,7 @@ impl Simulation {
                 NodeKindSpec::Switch => NodeKind::Switch,
                 NodeKindSpec::Router => NodeKind::Router,
             };
-            nodes.push(Node { name: n.name.clone(), kind, ifaces: Vec::new() });
+            nodes.push(Node { name: n.name.clone(), kind, ifaces: Vec::new(), next_port: crate::flows::EPHEMERAL_PORTS.0 });
         }
         if spec.links.len() > 0xffff {
             return Err(invalid("at most 65535 links are supported".into()));
@@ -142,7 +142,6 @@ impl Simulation {
             packet_hops: 0,
             no_route_drops: 0,
             wall_s: 0.0,
-            next_port: 32768,
             captures: Vec::new(),
             capture_egress: Vec::new(),
             capture_ingress: Vec::new(),

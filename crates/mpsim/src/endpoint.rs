@@ -90,6 +90,26 @@ impl EpKind {
         }
     }
 
+    /// The endpoint still holds its 4-tuples: some subflow is not closed.
+    pub fn is_live(&self) -> bool {
+        match self {
+            EpKind::Tcp(c) => !c.sf.is_closed(),
+            EpKind::Mptcp(c) => c.subflows().any(|s| !s.gone && !s.sf.is_closed()),
+            EpKind::Closed => false,
+        }
+    }
+
+    /// The 4-tuple of the endpoint's first subflow: (local, local port, remote, remote port).
+    #[cfg(test)]
+    pub fn first_tuple(&self) -> Option<(mpsim_core::Addr, u16, mpsim_core::Addr, u16)> {
+        let sf = match self {
+            EpKind::Tcp(c) => &c.sf,
+            EpKind::Mptcp(c) => c.subflows().next()?.sf,
+            EpKind::Closed => return None,
+        };
+        Some((sf.local, sf.local_port, sf.remote, sf.remote_port))
+    }
+
     /// Payload bytes retransmitted by this endpoint's subflows.
     pub fn retransmitted_bytes(&self) -> u64 {
         match self {

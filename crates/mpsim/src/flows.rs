@@ -9,9 +9,12 @@ use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
 use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
 use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManagerKind, SchedulerKind, TcpConfig, TcpConnection};
 
-/// Ports reserved per connection: the first for the initial subflow, the
-/// rest for the subflows MPTCP adds.
+/// Ports reserved per MPTCP connection: the first for the initial
+/// subflow, the rest for the subflows it adds.
 const MPTCP_PORTS_PER_CONNECTION: u16 = 16;
+
+/// Linux's default `net.ipv4.ip_local_port_range`.
+pub(crate) const EPHEMERAL_PORTS: (u16, u16) = (32768, 60999);
 
 /// Wire bytes of a UDP datagram beyond its payload (Ethernet 14 + IPv4 20 + UDP 8).
 pub const UDP_HEADER_BYTES: u32 = 42;
@@ -198,14 +201,34 @@ impl Simulation {
         }
     }
 
-    /// `n` consecutive ephemeral ports (MPTCP takes a block for its subflows).
-    fn alloc_ports(&mut self, n: u16) -> u16 {
-        if self.next_port > 60999 - n {
-            self.next_port = 32768;
+    /// `n` consecutive ports of `host`'s ephemeral range whose 4-tuples
+    /// from `locals` to `remotes` (port `remote_port`) no live endpoint
+    /// holds; None if there are none, when Linux's connect() fails with
+    /// EADDRNOTAVAIL. Linux searches from a hashed offset in steps of two
+    /// (`__inet_hash_connect`, net/ipv4/inet_hashtables.c); each host here
+    /// goes through its range in order, which is as good at skipping tuples
+    /// in use and keeps the ports readable.
+    fn alloc_ports(&mut self, host: NodeId, n: u16, locals: &[Addr], remotes: &[Addr], remote_port: u16) -> Option<u16> {
+        let (lo, hi) = EPHEMERAL_PORTS;
+        for _ in 0..(hi - lo + 1) / n {
+            let next = &mut self.nodes[host.index()].next_port;
+            let p = if *next > hi - (n - 1) { lo } else { *next };
+            *next = p + n;
+            let free =
+                (p..p + n).all(|port| locals.iter().all(|&l| remotes.iter().all(|&r| self.tuple_free(l, port, r, remote_port))));
+            if free {
+                return Some(p);
+            }
         }
-        let p = self.next_port;
-        self.next_port += n;
-        p
+        None
+    }
+
+    /// No live endpoint holds the 4-tuple.
+    fn tuple_free(&self, local: Addr, local_port: u16, remote: Addr, remote_port: u16) -> bool {
+        match self.demux.get(&demux_key(local, local_port, remote, remote_port)) {
+            Some(Demux::Ep(ep)) => !self.endpoints[*ep as usize].kind.is_live(),
+            _ => true,
+        }
     }
 
     fn client_addr(&self, flow: u32) -> (Addr, LinkId) {
@@ -214,11 +237,30 @@ impl Simulation {
         (mpsim_net::iface_addr(link, side), link)
     }
 
-    fn connect(&mut self, flow: u32, conn: u32) {
+    pub(crate) fn connect(&mut self, flow: u32, conn: u32) {
         let (addr, link) = self.client_addr(flow);
-        let port = self.alloc_ports(MPTCP_PORTS_PER_CONNECTION);
         let f = &self.flows[flow as usize];
         let (server_addr, server_port, client) = (f.server_addr, f.server_port, f.client);
+        let port = if f.mptcp.is_some() {
+            // Its subflows may leave from any of the client's addresses to
+            // any of the server's.
+            let locals: Vec<Addr> = self.client_local_addrs(flow).iter().map(|&(l, s)| mpsim_net::iface_addr(l, s)).collect();
+            let server = mpsim_net::iface_of_addr(server_addr).map(|(l, s)| self.topo.end(l, s));
+            let remotes: Vec<Addr> = server.map_or(vec![server_addr], |h| {
+                self.nodes[h.index()].ifaces.iter().map(|&(l, s)| mpsim_net::iface_addr(l, s)).collect()
+            });
+            self.alloc_ports(client, MPTCP_PORTS_PER_CONNECTION, &locals, &remotes, server_port)
+        } else {
+            self.alloc_ports(client, 1, &[addr], &[server_addr], server_port)
+        };
+        let Some(port) = port else {
+            // No free port: the application's connect fails.
+            let mut cmds = Vec::new();
+            self.flows[flow as usize].app.on_input(self.now, AppInput::Failed { conn }, &mut cmds);
+            cmds.into_iter().for_each(|c| self.apply(flow, c));
+            return;
+        };
+        let f = &self.flows[flow as usize];
         let kind = match &f.mptcp {
             None => match TcpConnection::connect(f.tcp, &f.spec.cc, (addr, port), (server_addr, server_port)) {
                 Ok(mut c) => {
@@ -537,11 +579,75 @@ impl Simulation {
         self.app_input(flow, AppInput::Reconnect);
     }
 
-    fn abort(&mut self, ep: u32) {
+    pub(crate) fn abort(&mut self, ep: u32) {
         let e = &mut self.endpoints[ep as usize];
         e.retransmitted_bytes = e.kind.retransmitted_bytes();
         e.kind = EpKind::Closed;
         e.generation = e.generation.wrapping_add(1);
         e.scheduled = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testbed::{dir, link, no_loss, PS_PER_S};
+    use crate::Simulation;
+    use mpsim_proto::apps::Side;
+    use serde_json::json;
+
+    /// `n` sequential HTTP connections of `transport` from `client` to
+    /// `server` (one link each to a router, 5 ms).
+    fn http_flow(transport: &str, n: u32, duration_s: u64) -> Simulation {
+        let d = || dir(100_000_000, 5.0, 1000, no_loss());
+        let app = json!({"kind": "http", "sizes_bytes": [2000], "repeat": n, "gap_ps": 0,
+                         "new_connection": true, "request_bytes": 100});
+        let flow = json!({"name": "web", "transport": transport, "client": "client", "server": "server", "app": app,
+                          "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 1u64 << 20});
+        let spec = json!({"name": "ports", "seed": 1, "duration_ps": duration_s * PS_PER_S, "sample_interval_ps": 0,
+            "mss_bytes": 1448, "header_bytes": 66,
+            "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
+            "links": [link("c", "client", "r", d(), d()), link("s", "r", "server", d(), d())],
+            "flows": [flow], "record": {"interfaces": false, "subflows": false, "pcap": []}});
+        Simulation::from_json(&spec.to_string()).expect("spec builds")
+    }
+
+    /// The 4-tuples of the live client endpoints, sorted.
+    fn live_client_tuples(sim: &Simulation) -> Vec<(mpsim_core::Addr, u16, mpsim_core::Addr, u16)> {
+        let mut live: Vec<_> = sim
+            .endpoints
+            .iter()
+            .filter(|e| e.side == Side::Client && e.kind.is_live())
+            .filter_map(|e| e.kind.first_tuple())
+            .collect();
+        live.sort_unstable();
+        live
+    }
+
+    #[test]
+    fn more_connections_than_ephemeral_ports_each_get_a_unique_live_tuple() {
+        // Linux's range holds 28,232 ports; a TCP connection takes one, an
+        // MPTCP connection a block of 16 for its subflows (1,764 blocks).
+        for (transport, ports_per_connection) in [("tcp", 1u32), ("mptcp", 16)] {
+            let mut sim = http_flow(transport, 1, 10);
+            let room = (60999 - 32768 + 1) / ports_per_connection;
+            // Every connection stays open (nothing runs): past the range, connect fails.
+            for conn in 0..room + 10 {
+                sim.connect(0, conn);
+            }
+            let live = live_client_tuples(&sim);
+            assert!(live.iter().all(|t| (32768..=60999).contains(&t.1)), "{transport}: a port outside the range");
+            let mut unique = live.clone();
+            unique.dedup();
+            assert_eq!(unique.len(), live.len(), "{transport}: two live connections share a 4-tuple");
+            assert_eq!(live.len(), room as usize, "{transport}");
+            // A connection that ends frees its tuple for the next one.
+            let first = sim.flows[0].conns[0].client_ep;
+            let freed = sim.endpoints[first as usize].kind.first_tuple();
+            sim.abort(first);
+            sim.connect(0, room + 10);
+            let again = sim.flows[0].conns[(room + 10) as usize].client_ep;
+            assert_eq!(sim.endpoints[again as usize].kind.first_tuple(), freed, "{transport}");
+            assert_eq!(live_client_tuples(&sim).len(), room as usize, "{transport}");
+        }
     }
 }

@@ -66,6 +66,8 @@ pub(crate) struct Node {
     pub kind: NodeKind,
     /// Host interfaces: (link, side) in link order.
     pub ifaces: Vec<(LinkId, u32)>,
+    /// Where the host's search for a free ephemeral port starts.
+    pub next_port: u16,
 }
 
 pub(crate) struct Link {
@@ -101,7 +103,6 @@ pub struct Simulation {
     pub(crate) packet_hops: u64,
     pub(crate) no_route_drops: u64,
     pub(crate) wall_s: f64,
-    pub(crate) next_port: u16,
     /// Packet captures (record.pcap), and per link direction the capture
     /// that sees it leave a host (egress) or arrive at one (ingress).
     pub(crate) captures: Vec<Capture>,

@@ -64,9 +64,8 @@ struct Outcome {
     log: Wire,
     /// Some segment after the SYN reached the server.
     server_heard: bool,
-    /// Both ends as the run left them, and when it ended.
+    /// The client as the run left it, and when it ended.
     client: MptcpConnection,
-    server: Option<MptcpConnection>,
     end: SimTime,
 }
 
@@ -127,7 +126,7 @@ fn drive(
             }
         }
     }
-    Outcome { delivered, log, server_heard, client, server, end: now }
+    Outcome { delivered, log, server_heard, client, end: now }
 }
 
 #[test]

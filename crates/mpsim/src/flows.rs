@@ -13,6 +13,9 @@ use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManager
 /// subflow, the rest for the subflows it adds.
 const MPTCP_PORTS_PER_CONNECTION: u16 = 16;
 
+/// Linux's `MPTCP_TOKEN_MAX_RETRIES`: keys drawn for a free token.
+const MPTCP_TOKEN_MAX_RETRIES: u32 = 4;
+
 /// Linux's default `net.ipv4.ip_local_port_range`.
 pub(crate) const EPHEMERAL_PORTS: (u16, u16) = (32768, 60999);
 
@@ -413,7 +416,10 @@ impl Simulation {
                 }
                 let cfg = self.mptcp_config(flow, conn, Side::Server, m, ifaces, syn.dport);
                 match MptcpConnection::accept(cfg, syn) {
-                    Ok(c) => EpKind::Mptcp(Box::new(c)),
+                    Ok(mut c) => {
+                        self.unique_token(host, &mut c);
+                        EpKind::Mptcp(Box::new(c))
+                    }
                     Err(_) => return,
                 }
             }
@@ -425,6 +431,22 @@ impl Simulation {
         self.flows[flow as usize].conns[conn as usize].server_ep = Some(ep);
         self.work.push(ep);
         self.drain_work();
+    }
+
+    /// Gives `c` a token no other connection of `host` holds: a new key
+    /// while it is taken, at most `MPTCP_TOKEN_MAX_RETRIES` times, then
+    /// plain TCP (Linux `mptcp_token_new_request`, net/mptcp/token.c, and
+    /// its callers).
+    fn unique_token(&self, host: NodeId, c: &mut MptcpConnection) {
+        for _ in 1..MPTCP_TOKEN_MAX_RETRIES {
+            if !self.tokens.contains_key(&(host, c.local_token())) {
+                return;
+            }
+            c.regenerate_key();
+        }
+        if self.tokens.contains_key(&(host, c.local_token())) {
+            c.refuse_mptcp();
+        }
     }
 
     fn send_datagram(&mut self, flow: u32, bytes: u32) {
@@ -590,6 +612,7 @@ impl Simulation {
 
 #[cfg(test)]
 mod tests {
+    use crate::endpoint::EpKind;
     use crate::testbed::{dir, link, no_loss, PS_PER_S};
     use crate::Simulation;
     use mpsim_proto::apps::Side;
@@ -648,6 +671,37 @@ mod tests {
             let again = sim.flows[0].conns[(room + 10) as usize].client_ep;
             assert_eq!(sim.endpoints[again as usize].kind.first_tuple(), freed, "{transport}");
             assert_eq!(live_client_tuples(&sim).len(), room as usize, "{transport}");
+        }
+    }
+
+    /// The server's MPTCP endpoints, in creation order.
+    fn server_tokens(sim: &Simulation) -> Vec<(u32, u32)> {
+        (0..sim.endpoints.len() as u32)
+            .filter_map(|ep| match &sim.endpoints[ep as usize].kind {
+                EpKind::Mptcp(c) if sim.endpoints[ep as usize].side == Side::Server => Some((ep, c.local_token())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_token_taken_on_the_host_makes_the_connection_draw_another_key() {
+        let mut sim = http_flow("mptcp", 1, 10);
+        sim.connect(0, 0);
+        let client_ep = sim.flows[0].conns[0].client_ep;
+        let mut syn = Vec::new();
+        sim.endpoints[client_ep as usize].kind.drain_transmit(sim.now, &mut syn);
+        let syn = syn[0];
+        let server = sim.topo.end(sim.flows[0].server_link, 1);
+        let key = crate::sim::demux_key(syn.dst, syn.dport, syn.src, syn.sport);
+        // The same SYN accepted twice: the same seed draws the same key.
+        sim.accept(0, 0, server, &syn, key);
+        sim.accept(0, 0, server, &syn, key);
+        let eps = server_tokens(&sim);
+        assert_eq!(eps.len(), 2);
+        assert_ne!(eps[0].1, eps[1].1, "the second connection kept a token in use");
+        for &(ep, token) in &eps {
+            assert_eq!(sim.tokens.get(&(server, token)), Some(&ep));
         }
     }
 }

@@ -406,6 +406,27 @@ impl MptcpConnection {
         self.local_token
     }
 
+    /// Draws another key, as Linux does when the token of the one drawn is
+    /// taken on the host (`mptcp_token_new_connect`,
+    /// `mptcp_token_new_request`, net/mptcp/token.c). Only before the
+    /// connection sent anything: the key goes out in its handshake.
+    pub fn regenerate_key(&mut self) {
+        self.local_key = self.rng.next_u64();
+        (self.local_token, self.local_idsn) = crypto::token_idsn_v1(self.local_key);
+        let token = self.local_token;
+        self.mevents.iter_mut().for_each(|e| {
+            if let MptcpEvent::Token(t) = e {
+                *t = token;
+            }
+        });
+    }
+
+    /// Plain TCP from the start: no token of the host was free (Linux
+    /// falls back when `mptcp_token_new_*` keeps failing).
+    pub fn refuse_mptcp(&mut self) {
+        self.fall_back();
+    }
+
     // ----- application side -----
 
     pub fn send(&mut self, bytes: u64) {

@@ -317,7 +317,18 @@ impl Simulation {
             return Err(invalid(format!("{what}: add_addr_timeout must be positive")));
         }
         let dss_checksum = f.dss_checksum.unwrap_or(false);
-        Ok(MptcpFlow { scheduler, path_manager, backup_links, add_addr_timeout, dss_checksum })
+        let by_default = mpsim_proto::MptcpConfig::receive_buffer_mechanisms_by_default(scheduler);
+        let opportunistic_retransmission = f.opportunistic_retransmission.unwrap_or(by_default);
+        let penalisation = f.penalisation.unwrap_or(by_default);
+        Ok(MptcpFlow {
+            scheduler,
+            path_manager,
+            backup_links,
+            add_addr_timeout,
+            dss_checksum,
+            opportunistic_retransmission,
+            penalisation,
+        })
     }
 
     fn schedule_initial_events(&mut self, spec: &Spec) {

@@ -59,6 +59,8 @@ pub(crate) struct MptcpFlow {
     pub backup_links: Vec<LinkId>,
     pub add_addr_timeout: SimDuration,
     pub dss_checksum: bool,
+    pub opportunistic_retransmission: bool,
+    pub penalisation: bool,
 }
 
 /// One connection of a flow: its two endpoints (once they exist).
@@ -354,6 +356,8 @@ impl Simulation {
             seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
             add_addr_timeout: m.add_addr_timeout,
             dss_checksum: m.dss_checksum,
+            opportunistic_retransmission: m.opportunistic_retransmission,
+            penalisation: m.penalisation,
             sndbuf_bytes: f.spec.sndbuf_bytes,
         }
     }

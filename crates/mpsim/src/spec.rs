@@ -213,6 +213,14 @@ pub struct FlowSpec {
     /// mptcp: ask for DSS checksums (MP_CAPABLE flag A); used if either end asks.
     #[serde(default)]
     pub dss_checksum: Option<bool>,
+    /// mptcp: opportunistic retransmission when the receive window blocks
+    /// (default: on, off with the upstream scheduler).
+    #[serde(default)]
+    pub opportunistic_retransmission: Option<bool>,
+    /// mptcp: penalisation of the subflow holding the window back
+    /// (default: on, off with the upstream scheduler).
+    #[serde(default)]
+    pub penalisation: Option<bool>,
 }
 
 fn default_cc() -> String {

@@ -551,3 +551,27 @@ fn a_timeout_on_the_fast_path_puts_no_delivered_data_on_the_slow_one() {
         assert!(reinjected > 0 && reinjected <= fast_retransmitted, "{scheduler}: {f}");
     }
 }
+
+#[test]
+fn opportunistic_retransmission_has_a_key_of_its_own() {
+    // A 64 KiB receive buffer over 10 and 100 ms paths: the window blocks
+    // while the slow path holds its head. Reinjection without loss is
+    // opportunistic retransmission, whatever penalisation does.
+    for (retransmit, penalise) in [(true, false), (false, true), (false, false), (true, true)] {
+        let mut t = TwoPath::new([10_000_000, 10_000_000], [5.0, 50.0]);
+        // Queues that never fill: no loss, no RTO, no reinjection after a failure.
+        t.queue_pkts = [1000, 1000];
+        t.duration_s = 20.0;
+        let mut f = TwoPath::mptcp_flow("mp", "lia", download(None));
+        f["rcvbuf_bytes"] = json!(64 << 10);
+        f["scheduler"] = json!("roundrobin");
+        f["opportunistic_retransmission"] = json!(retransmit);
+        f["penalisation"] = json!(penalise);
+        t.flows = vec![f];
+        let (_, s) = run(&t.spec()).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let reinjected: u64 =
+            f["subflows"].as_array().expect("subflows").iter().map(|x| x["reinjected_bytes"].as_u64().unwrap_or(0)).sum();
+        assert_eq!(reinjected > 0, retransmit, "retransmit {retransmit}, penalise {penalise}: {f}");
+    }
+}

@@ -158,6 +158,8 @@ pub(super) struct Unechoed {
 pub struct MptcpStats {
     pub reinjected_bytes: u64,
     pub meta_timeouts: u64,
+    /// Windows halved by penalisation.
+    pub penalisations: u64,
 }
 
 /// What the engine reports per subflow.

@@ -18,6 +18,8 @@ fn config(addr: Addr, seed: u64) -> MptcpConfig {
         add_addr_timeout: DEFAULT_ADD_ADDR_TIMEOUT,
         sndbuf_bytes: None,
         dss_checksum: false,
+        opportunistic_retransmission: true,
+        penalisation: true,
     }
 }
 
@@ -202,7 +204,14 @@ struct Chaos {
 /// delivered, and whether any segment after the SYN reached it.
 fn transfer_through(chaos: Chaos, bytes: u64) -> (u64, bool) {
     let mut rng = mpsim_core::SimRng::new(chaos.seed, 7);
-    let mut client_cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(Addr(1), chaos.seed) };
+    let by_default = MptcpConfig::receive_buffer_mechanisms_by_default(chaos.scheduler);
+    let cfg = |addr, seed| MptcpConfig {
+        scheduler: chaos.scheduler,
+        opportunistic_retransmission: by_default,
+        penalisation: by_default,
+        ..config(addr, seed)
+    };
+    let mut client_cfg = cfg(Addr(1), chaos.seed);
     if chaos.two_paths {
         client_cfg.path_manager = PathManagerKind::Fullmesh;
         client_cfg.local_addrs.push(LocalAddr { addr: Addr(3), id: 1, backup: false, up: true });
@@ -222,7 +231,7 @@ fn transfer_through(chaos: Chaos, bytes: u64) -> (u64, bool) {
             }
         }
     };
-    let server_cfg = MptcpConfig { scheduler: chaos.scheduler, ..config(Addr(2), chaos.seed + 1) };
+    let server_cfg = cfg(Addr(2), chaos.seed + 1);
     let out = drive(client, server_cfg, send);
     (out.delivered, out.server_heard)
 }
@@ -378,4 +387,41 @@ fn an_rto_reinjects_only_what_is_outstanding_on_the_subflow() {
     eprintln!("per RTO of the fast subflow, (bytes outstanding on it, bytes queued for reinjection): {at_rtos:?}");
     assert!(!at_rtos.is_empty() && at_rtos.iter().all(|&(_, queued)| queued > 0), "{at_rtos:?}");
     assert!(at_rtos.iter().all(|&(outstanding, queued)| queued <= outstanding), "{at_rtos:?}");
+}
+
+#[test]
+fn opportunistic_retransmission_and_penalisation_are_switched_on_apart() {
+    // A 64 KiB receive buffer over a fast path (Addr(1), 5 ms) and a slow
+    // one (Addr(3), 100 ms): the window blocks new data while the slow
+    // path holds its head (Raiciu et al., NSDI 2012). Round robin puts
+    // data on the slow path whatever the fast one's window.
+    let scheduler = SchedulerKind::RoundRobin;
+    for (retransmit, penalise) in [(true, true), (true, false), (false, true), (false, false)] {
+        let tcp = TcpConfig { rcvbuf_bytes: 64 << 10, ..TcpConfig::default() };
+        let client_cfg = MptcpConfig {
+            tcp,
+            scheduler,
+            opportunistic_retransmission: retransmit,
+            penalisation: penalise,
+            ..two_address_client(PathManagerKind::Fullmesh, true)
+        };
+        let mut client = MptcpConnection::connect(client_cfg, (Addr(2), 80)).unwrap();
+        client.send(20_000_000);
+        client.close();
+        let send = |c: &mut MptcpConnection, now: SimTime, to_server: bool, wire: &mut Wire| {
+            let mut out = Vec::new();
+            c.drain_transmit(now, &mut out);
+            for p in out {
+                let slow = p.src == Addr(3) || p.dst == Addr(3);
+                wire.push((now + SimDuration::from_millis(if slow { 100 } else { 5 }), to_server, p));
+            }
+        };
+        let server = MptcpConfig { tcp, scheduler, path_manager: PathManagerKind::Fullmesh, ..config(Addr(2), 2) };
+        let out = drive(client, server, send);
+        assert_eq!(out.delivered, 20_000_000);
+        let stats = out.client.stats;
+        let case = format!("retransmit {retransmit}, penalise {penalise}: {stats:?}");
+        assert_eq!(stats.reinjected_bytes > 0, retransmit, "{case}");
+        assert_eq!(stats.penalisations > 0, penalise, "{case}");
+    }
 }

@@ -90,11 +90,15 @@ impl EpKind {
         }
     }
 
-    /// The endpoint still holds its 4-tuples: some subflow is not closed.
+    /// The endpoint still holds its 4-tuples: some subflow is not closed,
+    /// and a finished MPTCP connection still has something to do (a
+    /// subflow's FIN or TIME_WAIT): one left idle holds nothing.
     pub fn is_live(&self) -> bool {
         match self {
             EpKind::Tcp(c) => !c.sf.is_closed(),
-            EpKind::Mptcp(c) => c.subflows().any(|s| !s.gone && !s.sf.is_closed()),
+            EpKind::Mptcp(c) => {
+                c.subflows().any(|s| !s.gone && !s.sf.is_closed()) && (!c.is_finished() || c.poll_timeout().is_some())
+            }
             EpKind::Closed => false,
         }
     }

@@ -943,6 +943,11 @@ impl MptcpConnection {
         self.data_fin_acked && self.peer_closed
     }
 
+    /// Both DATA_FINs are acknowledged.
+    pub fn is_finished(&self) -> bool {
+        self.finished()
+    }
+
     /// Extra subflows (MP_JOIN) still open: closed ones no longer count
     /// against `max_subflows`, as Linux decrements its counter when a
     /// subflow closes (`mptcp_pm_subflow_check_next`, net/mptcp/pm.c).

@@ -40,7 +40,9 @@ pub(super) struct Sub {
     pub ready: bool,
     /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
     pub third_ack_pending: bool,
-    /// Potentially failed: an RTO fired and no new data was acknowledged since.
+    /// Potentially failed: an RTO fired (upstream scheduler: stale after
+    /// `stale_loss_cnt` MPTCP timer intervals) and no new data was
+    /// acknowledged since.
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,
@@ -50,6 +52,11 @@ pub(super) struct Sub {
     pub rx_seen: u64,
     pub timeouts_seen: u64,
     pub una_seen: u64,
+    /// Upstream scheduler: MPTCP retransmission intervals this subflow
+    /// spent with data outstanding and no progress, and its `una_seen` when
+    /// counting began (`stale_count`, `stale_rcv_tstamp` of Linux).
+    pub stale_count: u8,
+    pub stale_mark: u64,
     /// Connection data carried for the first time here after another subflow failed.
     pub reinjected_bytes: u64,
     /// Data bytes delivered in order at subflow level (receiver side).
@@ -96,6 +103,8 @@ impl Sub {
             rx_seen: 1,
             timeouts_seen: 0,
             una_seen: 0,
+            stale_count: 0,
+            stale_mark: 0,
             reinjected_bytes: 0,
             outstanding: VecDeque::new(),
             rx_bytes: 0,
@@ -558,6 +567,14 @@ impl MptcpConnection {
     fn on_meta_timeout(&mut self, now: SimTime) {
         self.meta_rto_at = None;
         self.stats.meta_timeouts += 1;
+        if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.upstream_retransmit();
+            if self.unacked.is_empty() && self.data_fin_sent && !self.data_fin_acked {
+                self.data_fin_sent = false; // send the DATA_FIN again
+            }
+            self.arm_meta_timer(now);
+            return;
+        }
         self.meta_backoff = (self.meta_backoff + 1).min(10);
         if let Some(head) = self.unacked.front_mut() {
             head.path_mask = 0;
@@ -579,6 +596,10 @@ impl MptcpConnection {
             return;
         }
         if self.meta_rto_at.is_some() {
+            return;
+        }
+        if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.meta_rto_at = Some(now + self.upstream_timer_interval(now));
             return;
         }
         let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
@@ -804,13 +825,17 @@ impl MptcpConnection {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
+            sub.stale_count = 0;
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }
         }
         if sub.sf.stats.timeouts > sub.timeouts_seen {
             sub.timeouts_seen = sub.sf.stats.timeouts;
-            if self.state != MpState::Fallback && sub.ready {
+            // Upstream Linux leaves a timed-out subflow's data where it is:
+            // only the MPTCP retransmission timer moves data (`mptcp_retransmit_timer`).
+            let upstream = self.cfg.scheduler == super::SchedulerKind::Upstream;
+            if self.state != MpState::Fallback && sub.ready && !upstream {
                 sub.pf = true;
                 self.reinject_from(r);
             }
@@ -893,7 +918,7 @@ impl MptcpConnection {
     /// send it twice (RFC 8684 3.3.6; the out-of-tree kernel's
     /// `mptcp_reinject_data` walks the subflow's write queue, which holds
     /// only unacknowledged segments).
-    fn reinject_from(&mut self, r: usize) {
+    pub(super) fn reinject_from(&mut self, r: usize) {
         let bit = 1u64 << (r % 64);
         for &(_, dsn, len) in &self.subs[r].outstanding {
             let end = dsn + len as u64;

@@ -27,7 +27,7 @@ WIFI_3G = SCENARIOS / "wifi-3g.toml"
 SHORT = {"simulation.duration": "3s"}
 MPTCP_KEYS = [
     "scheduler", "path_manager", "subflows", "backup_interfaces", "max_subflows", "max_add_addr_accepted",
-    "add_addr_timeout_ps", "dss_checksum",
+    "add_addr_timeout_ps", "dss_checksum", "opportunistic_retransmission", "penalisation",
 ]  # fmt: skip
 
 needs_engine = pytest.mark.skipif(importlib.util.find_spec("mpsim._core") is None, reason="engine not built")
@@ -97,6 +97,7 @@ def test_mptcp_flow_spec_has_the_multipath_keys_with_defaults(tmp_path):
         "scheduler": "default", "path_manager": "fullmesh", "subflows": None,
         "backup_interfaces": [], "max_subflows": None, "max_add_addr_accepted": None,
         "add_addr_timeout_ps": 120 * 10**12, "dss_checksum": False,
+        "opportunistic_retransmission": True, "penalisation": True,
     }  # fmt: skip
 
 
@@ -113,6 +114,10 @@ def test_mptcp_flow_spec_has_the_multipath_keys_with_defaults(tmp_path):
         ('client_interfaces = ["3g", "wifi"]\nbackup_interfaces = ["wifi"]', {"backup_interfaces": ["wifi"]}),
         ('add_addr_timeout = "2s"', {"add_addr_timeout_ps": 2 * 10**12}),
         ("dss_checksum = true", {"dss_checksum": True}),
+        ('scheduler = "upstream"', {"opportunistic_retransmission": False, "penalisation": False}),
+        ("penalisation = false", {"opportunistic_retransmission": True, "penalisation": False}),
+        ('scheduler = "upstream"\nopportunistic_retransmission = true',
+         {"opportunistic_retransmission": True, "penalisation": False}),
     ],
 )  # fmt: skip
 def test_mptcp_keys_reach_the_spec(tmp_path, keys, expected):
@@ -150,6 +155,7 @@ def test_tcp_and_udp_flows_carry_no_multipath_keys():
         ('backup_interfaces = "3g"', "flow[0].backup_interfaces", "expected an array"),
         ('add_addr_timeout = "0s"', "flow[0].add_addr_timeout", "must be positive"),
         ('dss_checksum = "yes"', "flow[0].dss_checksum", "true or false"),
+        ("penalisation = 1", "flow[0].penalisation", "true or false"),
     ],
 )  # fmt: skip
 def test_bad_mptcp_keys_name_file_line_and_key(tmp_path, extra, key, message):
@@ -163,7 +169,8 @@ def test_bad_mptcp_keys_name_file_line_and_key(tmp_path, extra, key, message):
 @pytest.mark.parametrize(
     "extra",
     ['scheduler = "default"', 'path_manager = "fullmesh"', 'backup_interfaces = ["3g"]', "max_subflows = 2",
-     "max_add_addr_accepted = 1", "subflows = 2", 'add_addr_timeout = "1s"', "dss_checksum = true"],
+     "max_add_addr_accepted = 1", "subflows = 2", 'add_addr_timeout = "1s"', "dss_checksum = true",
+     "opportunistic_retransmission = false", "penalisation = false"],
 )  # fmt: skip
 def test_mptcp_keys_on_a_tcp_flow_are_refused(tmp_path, extra):
     text = TWO_PATH.replace('transport = "mptcp"', 'transport = "tcp"') + extra + "\n"

@@ -53,6 +53,8 @@ TRANSPORT_KEYS = {
     "max_add_addr_accepted": ("mptcp",),
     "add_addr_timeout": ("mptcp",),
     "dss_checksum": ("mptcp",),
+    "opportunistic_retransmission": ("mptcp",),
+    "penalisation": ("mptcp",),
     "variant": ("cmt",),
     "rbuf": ("cmt",),
     "handover": ("tcp",),

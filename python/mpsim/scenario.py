@@ -390,6 +390,8 @@ class Flow(_Model):
     add_addr_timeout_ps: PositiveTimePs | None = Field(None, alias="add_addr_timeout")
     dss_checksum: StrictBool | None = None
     ecn: StrictBool = False
+    opportunistic_retransmission: StrictBool | None = None
+    penalisation: StrictBool | None = None
     client_interfaces: list[Name] | None = None
     mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")

@@ -144,8 +144,11 @@ def mptcp_spec(flow: Flow) -> dict[str, Any]:
     manager = flow.path_manager or DEFAULT_PATH_MANAGER
     ndiffports = manager == "ndiffports"
     endpoints = manager == "endpoints"
+    scheduler = flow.scheduler or DEFAULT_SCHEDULER
+    # The out-of-tree kernel's receive-buffer mechanisms; upstream Linux has neither.
+    out_of_tree = scheduler != "upstream"
     return {
-        "scheduler": flow.scheduler or DEFAULT_SCHEDULER,
+        "scheduler": scheduler,
         "path_manager": manager,
         "subflows": (flow.subflows or DEFAULT_NDIFFPORTS_SUBFLOWS) if ndiffports else None,
         "backup_interfaces": list(flow.backup_interfaces or []),
@@ -153,6 +156,8 @@ def mptcp_spec(flow: Flow) -> dict[str, Any]:
         "max_add_addr_accepted": _or(flow.max_add_addr_accepted, DEFAULT_MAX_ADD_ADDR_ACCEPTED) if endpoints else None,
         "add_addr_timeout_ps": _or(flow.add_addr_timeout_ps, DEFAULT_ADD_ADDR_TIMEOUT_PS),
         "dss_checksum": bool(flow.dss_checksum),
+        "opportunistic_retransmission": _or(flow.opportunistic_retransmission, out_of_tree),
+        "penalisation": _or(flow.penalisation, out_of_tree),
     }
 
 

@@ -164,7 +164,7 @@ impl Simulation {
                 NodeKindSpec::Switch => NodeKind::Switch,
                 NodeKindSpec::Router => NodeKind::Router,
             };
-            nodes.push(Node { name: n.name.clone(), kind, ifaces: Vec::new() });
+            nodes.push(Node { name: n.name.clone(), kind, ifaces: Vec::new(), next_port: crate::flows::EPHEMERAL_PORTS.0 });
         }
         if spec.links.len() > 0xffff {
             return Err(invalid("at most 65535 links are supported".into()));
@@ -223,7 +223,6 @@ impl Simulation {
             packet_hops: 0,
             no_route_drops: 0,
             wall_s: 0.0,
-            next_port: 32768,
             captures: Vec::new(),
             capture_egress: Vec::new(),
             capture_ingress: Vec::new(),
@@ -417,7 +416,18 @@ impl Simulation {
             return Err(invalid(format!("{what}: add_addr_timeout must be positive")));
         }
         let dss_checksum = f.dss_checksum.unwrap_or(false);
-        Ok(MptcpFlow { scheduler, path_manager, backup_links, add_addr_timeout, dss_checksum })
+        let by_default = mpsim_proto::MptcpConfig::receive_buffer_mechanisms_by_default(scheduler);
+        let opportunistic_retransmission = f.opportunistic_retransmission.unwrap_or(by_default);
+        let penalisation = f.penalisation.unwrap_or(by_default);
+        Ok(MptcpFlow {
+            scheduler,
+            path_manager,
+            backup_links,
+            add_addr_timeout,
+            dss_checksum,
+            opportunistic_retransmission,
+            penalisation,
+        })
     }
 
     fn schedule_initial_events(&mut self, spec: &Spec) {

@@ -91,6 +91,30 @@ impl EpKind {
         }
     }
 
+    /// The endpoint still holds its 4-tuples: some subflow is not closed,
+    /// and a finished MPTCP connection still has something to do (a
+    /// subflow's FIN or TIME_WAIT): one left idle holds nothing.
+    pub fn is_live(&self) -> bool {
+        match self {
+            EpKind::Tcp(c) => !c.sf.is_closed(),
+            EpKind::Mptcp(c) => {
+                c.subflows().any(|s| !s.gone && !s.sf.is_closed()) && (!c.is_finished() || c.poll_timeout().is_some())
+            }
+            EpKind::Closed => false,
+        }
+    }
+
+    /// The 4-tuple of the endpoint's first subflow: (local, local port, remote, remote port).
+    #[cfg(test)]
+    pub fn first_tuple(&self) -> Option<(mpsim_core::Addr, u16, mpsim_core::Addr, u16)> {
+        let sf = match self {
+            EpKind::Tcp(c) => &c.sf,
+            EpKind::Mptcp(c) => c.subflows().next()?.sf,
+            EpKind::Closed => return None,
+        };
+        Some((sf.local, sf.local_port, sf.remote, sf.remote_port))
+    }
+
     /// Loss-recovery counters of this endpoint's subflows, summed.
     pub fn counters(&self) -> RecoveryCounters {
         match self {

@@ -9,9 +9,15 @@ use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
 use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
 use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManagerKind, SchedulerKind, TcpConfig, TcpConnection};
 
-/// Ports reserved per connection: the first for the initial subflow, the
-/// rest for the subflows MPTCP adds.
+/// Ports reserved per MPTCP connection: the first for the initial
+/// subflow, the rest for the subflows it adds.
 const MPTCP_PORTS_PER_CONNECTION: u16 = 16;
+
+/// Linux's `MPTCP_TOKEN_MAX_RETRIES`: keys drawn for a free token.
+const MPTCP_TOKEN_MAX_RETRIES: u32 = 4;
+
+/// Linux's default `net.ipv4.ip_local_port_range`.
+pub(crate) const EPHEMERAL_PORTS: (u16, u16) = (32768, 60999);
 
 /// Wire bytes of a UDP datagram beyond its payload (Ethernet 14 + IPv4 20 + UDP 8).
 pub const UDP_HEADER_BYTES: u32 = 42;
@@ -53,6 +59,8 @@ pub(crate) struct MptcpFlow {
     pub backup_links: Vec<LinkId>,
     pub add_addr_timeout: SimDuration,
     pub dss_checksum: bool,
+    pub opportunistic_retransmission: bool,
+    pub penalisation: bool,
 }
 
 /// One connection of a flow: its two endpoints (once they exist).
@@ -198,14 +206,34 @@ impl Simulation {
         }
     }
 
-    /// `n` consecutive ephemeral ports (MPTCP takes a block for its subflows).
-    fn alloc_ports(&mut self, n: u16) -> u16 {
-        if self.next_port > 60999 - n {
-            self.next_port = 32768;
+    /// `n` consecutive ports of `host`'s ephemeral range whose 4-tuples
+    /// from `locals` to `remotes` (port `remote_port`) no live endpoint
+    /// holds; None if there are none, when Linux's connect() fails with
+    /// EADDRNOTAVAIL. Linux searches from a hashed offset in steps of two
+    /// (`__inet_hash_connect`, net/ipv4/inet_hashtables.c); each host here
+    /// goes through its range in order, which is as good at skipping tuples
+    /// in use and keeps the ports readable.
+    fn alloc_ports(&mut self, host: NodeId, n: u16, locals: &[Addr], remotes: &[Addr], remote_port: u16) -> Option<u16> {
+        let (lo, hi) = EPHEMERAL_PORTS;
+        for _ in 0..(hi - lo + 1) / n {
+            let next = &mut self.nodes[host.index()].next_port;
+            let p = if *next > hi - (n - 1) { lo } else { *next };
+            *next = p + n;
+            let free =
+                (p..p + n).all(|port| locals.iter().all(|&l| remotes.iter().all(|&r| self.tuple_free(l, port, r, remote_port))));
+            if free {
+                return Some(p);
+            }
         }
-        let p = self.next_port;
-        self.next_port += n;
-        p
+        None
+    }
+
+    /// No live endpoint holds the 4-tuple.
+    fn tuple_free(&self, local: Addr, local_port: u16, remote: Addr, remote_port: u16) -> bool {
+        match self.demux.get(&demux_key(local, local_port, remote, remote_port)) {
+            Some(Demux::Ep(ep)) => !self.endpoints[*ep as usize].kind.is_live(),
+            _ => true,
+        }
     }
 
     fn client_addr(&self, flow: u32) -> (Addr, LinkId) {
@@ -214,11 +242,30 @@ impl Simulation {
         (mpsim_net::iface_addr(link, side), link)
     }
 
-    fn connect(&mut self, flow: u32, conn: u32) {
+    pub(crate) fn connect(&mut self, flow: u32, conn: u32) {
         let (addr, link) = self.client_addr(flow);
-        let port = self.alloc_ports(MPTCP_PORTS_PER_CONNECTION);
         let f = &self.flows[flow as usize];
         let (server_addr, server_port, client) = (f.server_addr, f.server_port, f.client);
+        let port = if f.mptcp.is_some() {
+            // Its subflows may leave from any of the client's addresses to
+            // any of the server's.
+            let locals: Vec<Addr> = self.client_local_addrs(flow).iter().map(|&(l, s)| mpsim_net::iface_addr(l, s)).collect();
+            let server = mpsim_net::iface_of_addr(server_addr).map(|(l, s)| self.topo.end(l, s));
+            let remotes: Vec<Addr> = server.map_or(vec![server_addr], |h| {
+                self.nodes[h.index()].ifaces.iter().map(|&(l, s)| mpsim_net::iface_addr(l, s)).collect()
+            });
+            self.alloc_ports(client, MPTCP_PORTS_PER_CONNECTION, &locals, &remotes, server_port)
+        } else {
+            self.alloc_ports(client, 1, &[addr], &[server_addr], server_port)
+        };
+        let Some(port) = port else {
+            // No free port: the application's connect fails.
+            let mut cmds = Vec::new();
+            self.flows[flow as usize].app.on_input(self.now, AppInput::Failed { conn }, &mut cmds);
+            cmds.into_iter().for_each(|c| self.apply(flow, c));
+            return;
+        };
+        let f = &self.flows[flow as usize];
         let kind = match &f.mptcp {
             None => match TcpConnection::connect(f.tcp, &f.spec.cc_spec(), (addr, port), (server_addr, server_port)) {
                 Ok(mut c) => {
@@ -293,18 +340,62 @@ impl Simulation {
             })
             .collect();
         let side_bit = (side == Side::Server) as u64;
+        let peer = match side {
+            Side::Client => mpsim_net::iface_of_addr(f.server_addr).map(|(l, s)| self.topo.end(l, s)),
+            Side::Server => Some(f.client),
+        };
+        let route_sources = peer.map_or(vec![], |p| self.route_sources(&ifaces, p));
         MptcpConfig {
             tcp: f.tcp,
             cc: f.spec.cc_spec(),
             scheduler: m.scheduler,
             path_manager: m.path_manager,
             local_addrs,
+            route_sources,
             port_base,
             seed: self.seed ^ ((flow as u64) << 40) ^ ((conn as u64) << 1) ^ side_bit,
             add_addr_timeout: m.add_addr_timeout,
             dss_checksum: m.dss_checksum,
+            opportunistic_retransmission: m.opportunistic_retransmission,
+            penalisation: m.penalisation,
             sndbuf_bytes: f.spec.sndbuf_bytes,
         }
+    }
+
+    /// For every interface address of host `peer`, the one of `ifaces`
+    /// (in preference order) with the shortest route to it: the source a
+    /// route lookup picks. Addresses no interface reaches are left out.
+    fn route_sources(&self, ifaces: &[(LinkId, u32)], peer: NodeId) -> Vec<(Addr, Addr)> {
+        let mut out = Vec::new();
+        for &(pl, ps) in &self.nodes[peer.index()].ifaces {
+            let dst = mpsim_net::iface_addr(pl, ps);
+            let best = ifaces
+                .iter()
+                .filter_map(|&(l, s)| self.hops_from_iface(l, s, dst, peer).map(|h| (h, mpsim_net::iface_addr(l, s))))
+                .min_by_key(|&(h, _)| h);
+            if let Some((_, src)) = best {
+                out.push((dst, src));
+            }
+        }
+        out
+    }
+
+    /// Links a packet sent on interface (`link`, `side`) crosses to reach
+    /// `dst` on host `owner`, following the forwarding tables; None if it
+    /// never arrives.
+    fn hops_from_iface(&self, link: LinkId, side: u32, dst: Addr, owner: NodeId) -> Option<usize> {
+        let mut node = self.topo.end(link, 1 - side);
+        for hops in 1..=self.links.len() {
+            if node == owner {
+                return Some(hops);
+            }
+            if self.nodes[node.index()].kind == mpsim_net::NodeKind::Host {
+                return None; // hosts do not forward
+            }
+            let dir = self.routes.next_dir(node, dst)?;
+            node = self.topo.end(LinkId(dir / 2), 1 - dir % 2);
+        }
+        None
     }
 
     /// The server side of `conn` is created by the client's SYN.
@@ -329,7 +420,10 @@ impl Simulation {
                 }
                 let cfg = self.mptcp_config(flow, conn, Side::Server, m, ifaces, syn.dport);
                 match MptcpConnection::accept(cfg, syn) {
-                    Ok(c) => EpKind::Mptcp(Box::new(c)),
+                    Ok(mut c) => {
+                        self.unique_token(host, &mut c);
+                        EpKind::Mptcp(Box::new(c))
+                    }
                     Err(_) => return,
                 }
             }
@@ -341,6 +435,22 @@ impl Simulation {
         self.flows[flow as usize].conns[conn as usize].server_ep = Some(ep);
         self.work.push(ep);
         self.drain_work();
+    }
+
+    /// Gives `c` a token no other connection of `host` holds: a new key
+    /// while it is taken, at most `MPTCP_TOKEN_MAX_RETRIES` times, then
+    /// plain TCP (Linux `mptcp_token_new_request`, net/mptcp/token.c, and
+    /// its callers).
+    fn unique_token(&self, host: NodeId, c: &mut MptcpConnection) {
+        for _ in 1..MPTCP_TOKEN_MAX_RETRIES {
+            if !self.tokens.contains_key(&(host, c.local_token())) {
+                return;
+            }
+            c.regenerate_key();
+        }
+        if self.tokens.contains_key(&(host, c.local_token())) {
+            c.refuse_mptcp();
+        }
     }
 
     fn send_datagram(&mut self, flow: u32, bytes: u32) {
@@ -500,11 +610,113 @@ impl Simulation {
         self.app_input(flow, AppInput::Reconnect);
     }
 
-    fn abort(&mut self, ep: u32) {
+    pub(crate) fn abort(&mut self, ep: u32) {
         let e = &mut self.endpoints[ep as usize];
         e.counters = e.kind.counters();
         e.kind = EpKind::Closed;
         e.generation = e.generation.wrapping_add(1);
         e.scheduled = None;
+    }
+}
+
+/// The test networks of the integration tests, for the tests below.
+#[cfg(test)]
+#[allow(dead_code)]
+#[path = "../tests/common/testbed.rs"]
+mod testbed;
+
+#[cfg(test)]
+mod tests {
+    use super::testbed::{dir, link, no_loss, PS_PER_S};
+    use crate::endpoint::EpKind;
+    use crate::Simulation;
+    use mpsim_proto::apps::Side;
+    use serde_json::json;
+
+    /// `n` sequential HTTP connections of `transport` from `client` to
+    /// `server` (one link each to a router, 5 ms).
+    fn http_flow(transport: &str, n: u32, duration_s: u64) -> Simulation {
+        let d = || dir(100_000_000, 5.0, 1000, no_loss());
+        let app = json!({"kind": "http", "sizes_bytes": [2000], "repeat": n, "gap_ps": 0,
+                         "new_connection": true, "request_bytes": 100});
+        let flow = json!({"name": "web", "transport": transport, "client": "client", "server": "server", "app": app,
+                          "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 1u64 << 20});
+        let spec = json!({"name": "ports", "seed": 1, "duration_ps": duration_s * PS_PER_S, "sample_interval_ps": 0,
+            "mss_bytes": 1448, "header_bytes": 66,
+            "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
+            "links": [link("c", "client", "r", d(), d()), link("s", "r", "server", d(), d())],
+            "flows": [flow], "record": {"interfaces": false, "subflows": false, "pcap": []}});
+        Simulation::from_json(&spec.to_string()).expect("spec builds")
+    }
+
+    /// The 4-tuples of the live client endpoints, sorted.
+    fn live_client_tuples(sim: &Simulation) -> Vec<(mpsim_core::Addr, u16, mpsim_core::Addr, u16)> {
+        let mut live: Vec<_> = sim
+            .endpoints
+            .iter()
+            .filter(|e| e.side == Side::Client && e.kind.is_live())
+            .filter_map(|e| e.kind.first_tuple())
+            .collect();
+        live.sort_unstable();
+        live
+    }
+
+    #[test]
+    fn more_connections_than_ephemeral_ports_each_get_a_unique_live_tuple() {
+        // Linux's range holds 28,232 ports; a TCP connection takes one, an
+        // MPTCP connection a block of 16 for its subflows (1,764 blocks).
+        for (transport, ports_per_connection) in [("tcp", 1u32), ("mptcp", 16)] {
+            let mut sim = http_flow(transport, 1, 10);
+            let room = (60999 - 32768 + 1) / ports_per_connection;
+            // Every connection stays open (nothing runs): past the range, connect fails.
+            for conn in 0..room + 10 {
+                sim.connect(0, conn);
+            }
+            let live = live_client_tuples(&sim);
+            assert!(live.iter().all(|t| (32768..=60999).contains(&t.1)), "{transport}: a port outside the range");
+            let mut unique = live.clone();
+            unique.dedup();
+            assert_eq!(unique.len(), live.len(), "{transport}: two live connections share a 4-tuple");
+            assert_eq!(live.len(), room as usize, "{transport}");
+            // A connection that ends frees its tuple for the next one.
+            let first = sim.flows[0].conns[0].client_ep;
+            let freed = sim.endpoints[first as usize].kind.first_tuple();
+            sim.abort(first);
+            sim.connect(0, room + 10);
+            let again = sim.flows[0].conns[(room + 10) as usize].client_ep;
+            assert_eq!(sim.endpoints[again as usize].kind.first_tuple(), freed, "{transport}");
+            assert_eq!(live_client_tuples(&sim).len(), room as usize, "{transport}");
+        }
+    }
+
+    /// The server's MPTCP endpoints, in creation order.
+    fn server_tokens(sim: &Simulation) -> Vec<(u32, u32)> {
+        (0..sim.endpoints.len() as u32)
+            .filter_map(|ep| match &sim.endpoints[ep as usize].kind {
+                EpKind::Mptcp(c) if sim.endpoints[ep as usize].side == Side::Server => Some((ep, c.local_token())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_token_taken_on_the_host_makes_the_connection_draw_another_key() {
+        let mut sim = http_flow("mptcp", 1, 10);
+        sim.connect(0, 0);
+        let client_ep = sim.flows[0].conns[0].client_ep;
+        let mut syn = Vec::new();
+        sim.endpoints[client_ep as usize].kind.drain_transmit(sim.now, &mut syn);
+        let syn = syn[0];
+        let server = sim.topo.end(sim.flows[0].server_link, 1);
+        let key = crate::sim::demux_key(syn.dst, syn.dport, syn.src, syn.sport);
+        // The same SYN accepted twice: the same seed draws the same key.
+        sim.accept(0, 0, server, &syn, key);
+        sim.accept(0, 0, server, &syn, key);
+        let eps = server_tokens(&sim);
+        assert_eq!(eps.len(), 2);
+        assert_ne!(eps[0].1, eps[1].1, "the second connection kept a token in use");
+        for &(ep, token) in &eps {
+            assert_eq!(sim.tokens.get(&(server, token)), Some(&ep));
+        }
     }
 }

@@ -9,6 +9,9 @@ pub mod pcap;
 mod report;
 mod sim;
 pub mod spec;
+// The test networks name the engine `mpsim::`, as the tests outside do.
+#[cfg(test)]
+extern crate self as mpsim;
 
 pub use mpsim_core::SimTime;
 pub use report::{Table, Traces};

@@ -73,6 +73,8 @@ pub(crate) struct Node {
     pub kind: NodeKind,
     /// Host interfaces: (link, side) in link order.
     pub ifaces: Vec<(LinkId, u32)>,
+    /// Where the host's search for a free ephemeral port starts.
+    pub next_port: u16,
 }
 
 pub(crate) struct Link {
@@ -97,8 +99,9 @@ pub struct Simulation {
     pub(crate) routes: Routes,
     pub(crate) endpoints: Vec<Endpoint>,
     pub(crate) demux: FxHashMap<u128, Demux>,
-    /// MPTCP tokens of server-side connections, for incoming MP_JOINs.
-    pub(crate) tokens: FxHashMap<u32, u32>,
+    /// MPTCP tokens of server-side connections per host, for incoming
+    /// MP_JOINs: (host, token) to endpoint.
+    pub(crate) tokens: FxHashMap<(NodeId, u32), u32>,
     pub(crate) flows: Vec<Flow>,
     pub(crate) work: Vec<u32>,
     pub(crate) sampler: Sampler,
@@ -108,7 +111,6 @@ pub struct Simulation {
     pub(crate) packet_hops: u64,
     pub(crate) no_route_drops: u64,
     pub(crate) wall_s: f64,
-    pub(crate) next_port: u16,
     /// Packet captures (record.pcap), and per link direction the capture
     /// that sees it leave a host (egress) or arrive at one (ingress).
     pub(crate) captures: Vec<Capture>,
@@ -428,7 +430,7 @@ impl Simulation {
             return;
         }
         if let Some(MpOption::JoinSyn { token, .. }) = pkt.ext.mptcp().map(|m| m.option) {
-            if let Some(&ep) = self.tokens.get(&token) {
+            if let Some(&ep) = self.tokens.get(&(host, token)) {
                 if self.endpoints[ep as usize].kind.handle_segment(self.now, pkt) {
                     self.work.push(ep);
                     self.drain_work();
@@ -514,8 +516,9 @@ impl Simulation {
                 self.demux.insert(demux_key(local, local_port, remote, remote_port), Demux::Ep(ep));
             }
             MptcpEvent::Token(t) => {
-                if self.endpoints[ep as usize].side == mpsim_proto::apps::Side::Server {
-                    self.tokens.insert(t, ep);
+                let e = &self.endpoints[ep as usize];
+                if e.side == mpsim_proto::apps::Side::Server {
+                    self.tokens.insert((e.host, t), ep);
                 }
             }
             MptcpEvent::Fallback => {

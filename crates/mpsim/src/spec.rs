@@ -313,6 +313,14 @@ pub struct FlowSpec {
     /// [0, start_jitter_ps] from the flow's own seeded stream, picoseconds.
     #[serde(default)]
     pub start_jitter_ps: u64,
+    /// mptcp: opportunistic retransmission when the receive window blocks
+    /// (default: on, off with the upstream scheduler).
+    #[serde(default)]
+    pub opportunistic_retransmission: Option<bool>,
+    /// mptcp: penalisation of the subflow holding the window back
+    /// (default: on, off with the upstream scheduler).
+    #[serde(default)]
+    pub penalisation: Option<bool>,
 }
 
 fn default_cc() -> String {

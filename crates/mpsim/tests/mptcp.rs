@@ -416,3 +416,210 @@ fn four_subflows_between_multihomed_hosts_survive_an_interface_outage() {
         }
     }
 }
+
+/// Payload bytes the sender's subflows on client interface `iface`
+/// delivered between two times, summed over every subflow opened there.
+fn iface_bytes_between(sim: &mpsim::Simulation, summary: &Value, iface: &str, from_s: f64, to_s: f64) -> i64 {
+    let subs = summary["flows"]["mp"]["subflows"].as_array().expect("subflows");
+    (0..subs.len())
+        .filter(|&k| subs[k]["client_interface"] == iface)
+        .map(|k| subflow_bytes_between(sim, k as i64, from_s, to_s))
+        .sum()
+}
+
+/// Wifi (`p1`, 10 Mbps) and 3G (`p2`, 2 Mbps) under path manager `pm`;
+/// 3G goes down at 10, 30 and 50 s and comes back 10 s later each time.
+fn flapping_3g(pm: &str) -> Value {
+    let mut t = TwoPath::new([10_000_000, 2_000_000], [10.0, 40.0]);
+    t.duration_s = 70.0;
+    let mut f = TwoPath::mptcp_flow("mp", "cubic", download(None));
+    f["path_manager"] = json!(pm);
+    // As upstream Linux runs it: its timers (RTO >= SRTT + 200 ms) decide
+    // how soon a subflow recovers after an outage.
+    f["cc_mode"] = json!("linux");
+    t.flows = vec![f];
+    let mut spec = t.spec();
+    let at = |s: u64| s * PS_PER_S;
+    spec["links"][1]["events"] = json!([
+        {"at_ps": at(10), "up": false}, {"at_ps": at(20), "up": true},
+        {"at_ps": at(30), "up": false}, {"at_ps": at(40), "up": true},
+        {"at_ps": at(50), "up": false}, {"at_ps": at(60), "up": true},
+    ]);
+    spec
+}
+
+#[test]
+fn the_endpoints_path_manager_reuses_3g_after_every_return() {
+    let (sim, s) = run(&flapping_3g("endpoints")).expect("spec builds");
+    // 2 Mbps for 7 s is 1.75 MB.
+    for (from, to) in [(2.0, 9.0), (22.0, 29.0), (42.0, 49.0), (62.0, 69.0)] {
+        let b = iface_bytes_between(&sim, &s, "p2", from, to);
+        assert!(b > 1_000_000, "3G carried {b} bytes from {from} to {to} s: {}", s["flows"]["mp"]);
+    }
+}
+
+#[test]
+fn endpoints_keep_a_stale_subflow_across_an_outage_and_fullmesh_replaces_it() {
+    // Upstream Linux's in-kernel path manager leaves subflows alone when
+    // an interface goes down (closing them is mptcpd's job): the 3G
+    // subflow goes stale and recovers. The out-of-tree fullmesh closes it
+    // and opens a new one when the interface returns.
+    for (pm, p2_subflows) in [("endpoints", 1), ("fullmesh", 4)] {
+        let (sim, s) = run(&flapping_3g(pm)).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let subs = f["subflows"].as_array().expect("subflows");
+        let on_p2 = subs.iter().filter(|x| x["client_interface"] == "p2").count();
+        assert_eq!(on_p2, p2_subflows, "{pm}: {f}");
+        for (from, to) in [(24.0, 29.0), (44.0, 49.0), (64.0, 69.0)] {
+            let b = iface_bytes_between(&sim, &s, "p2", from, to);
+            assert!(b > 500_000, "{pm}: 3G carried {b} bytes from {from} to {to} s: {f}");
+        }
+    }
+}
+
+/// A client (`c1`, `c2`) and a server (`w1`, `w2`) joined by two disjoint
+/// 10 Mbps paths, `c1`-`r1`-`w1` (10 ms each way) and `c2`-`r2`-`w2`
+/// (20 ms): nothing routes between them. The server announces `w2`
+/// (endpoints path manager, one ADD_ADDR accepted).
+fn disjoint_paths(cc: &str) -> Value {
+    let d = |ms: f64| dir(10_000_000, ms, 100, no_loss());
+    let fast = || dir(1_000_000_000, 0.0, 1000, no_loss());
+    let links = vec![
+        link("c1", "client", "r1", d(10.0), d(10.0)),
+        link("c2", "client", "r2", d(20.0), d(20.0)),
+        link("w1", "r1", "server", fast(), fast()),
+        link("w2", "r2", "server", fast(), fast()),
+    ];
+    let mut f = TwoPath::mptcp_flow("mp", cc, download(None));
+    f["path_manager"] = json!("endpoints");
+    f["max_add_addr_accepted"] = json!(1);
+    json!({"name": "disjoint", "seed": 1, "duration_ps": 30 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66,
+           "nodes": [{"name": "client", "kind": "host"}, {"name": "r1", "kind": "router"},
+                     {"name": "r2", "kind": "router"}, {"name": "server", "kind": "host"}],
+           "links": links, "flows": [f], "record": {"interfaces": false, "subflows": false, "pcap": []}})
+}
+
+#[test]
+fn a_server_announcing_its_second_address_over_disjoint_paths_gets_both_capacities() {
+    // The subflow to the announced address leaves from the address routing
+    // picks for it (c2), not from the initial one (which has no route).
+    let one_path_bps = common::testbed::payload_capacity_bps(10_000_000);
+    for cc in ["lia", "cubic"] {
+        let (_, s) = run(&disjoint_paths(cc)).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let goodput = f["goodput_bps"].as_f64().unwrap_or(0.0);
+        let subs = f["subflows"].as_array().expect("subflows");
+        let via = |iface: &str| {
+            subs.iter().filter(|x| x["client_interface"] == iface).map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).sum::<f64>()
+        };
+        eprintln!(
+            "{cc}: {goodput:.0} bps in all, {:.0} via c1, {:.0} via c2; one path carries {one_path_bps:.0}",
+            via("c1"),
+            via("c2")
+        );
+        assert!(goodput > 1.8 * one_path_bps, "{cc}: {f}");
+        assert!(via("c2") > 0.8 * one_path_bps, "{cc}: {f}");
+    }
+}
+
+#[test]
+fn a_timeout_on_the_fast_path_puts_no_delivered_data_on_the_slow_one() {
+    // 10 and 0.1 Mbps paths, uncoupled reno: the slow path's deep queue
+    // holds back the DATA_ACK of much that the fast path delivered. The
+    // fast path loses everything for 100 ms at 2 s and its subflow times
+    // out: only what was outstanding on it may move to the slow path (RFC
+    // 8684, Linux). That is data the fast subflow itself retransmits after
+    // its RTO, so the slow path cannot carry more than that.
+    for (scheduler, slow_queue_pkts) in [("upstream", 30), ("default", 100)] {
+        let mut t = TwoPath::new([10_000_000, 100_000], [10.0, 40.0]);
+        t.queue_pkts[1] = slow_queue_pkts;
+        t.duration_s = 60.0;
+        let mut f = TwoPath::mptcp_flow("mp", "reno", download(Some(20_000_000)));
+        f["scheduler"] = json!(scheduler);
+        t.flows = vec![f];
+        let mut spec = t.spec();
+        spec["links"][0]["events"] = json!([
+            {"at_ps": 2 * PS_PER_S, "loss": bernoulli(1.0)},
+            {"at_ps": 2 * PS_PER_S + 100 * PS_PER_MS, "loss": no_loss()},
+        ]);
+        let (_, s) = run(&spec).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let (fast, slow) = (&f["subflows"][0], &f["subflows"][1]);
+        let reinjected = slow["reinjected_bytes"].as_u64().unwrap_or(0);
+        let fast_retransmitted = fast["retransmitted_bytes"].as_u64().unwrap_or(0);
+        eprintln!(
+            "{scheduler}: slow path {reinjected} bytes reinjected, fast path {fast_retransmitted} retransmitted, completion {} s",
+            f["completion_time_s"]
+        );
+        assert_eq!(f["bytes_delivered"].as_u64(), Some(20_000_000), "{f}");
+        assert!(reinjected <= fast_retransmitted, "{scheduler}: {f}");
+        // The upstream scheduler moves nothing on a subflow's timeout: its
+        // MPTCP timer does, and p1 recovers before going stale.
+        assert_eq!(reinjected > 0, scheduler == "default", "{scheduler}: {f}");
+    }
+}
+
+#[test]
+fn opportunistic_retransmission_has_a_key_of_its_own() {
+    // A 64 KiB receive buffer over 10 and 100 ms paths: the window blocks
+    // while the slow path holds its head. Reinjection without loss is
+    // opportunistic retransmission, whatever penalisation does.
+    for (retransmit, penalise) in [(true, false), (false, true), (false, false), (true, true)] {
+        let mut t = TwoPath::new([10_000_000, 10_000_000], [5.0, 50.0]);
+        // Queues that never fill: no loss, no RTO, no reinjection after a failure.
+        t.queue_pkts = [1000, 1000];
+        t.duration_s = 20.0;
+        let mut f = TwoPath::mptcp_flow("mp", "lia", download(None));
+        f["rcvbuf_bytes"] = json!(64 << 10);
+        f["scheduler"] = json!("roundrobin");
+        f["opportunistic_retransmission"] = json!(retransmit);
+        f["penalisation"] = json!(penalise);
+        t.flows = vec![f];
+        let (_, s) = run(&t.spec()).expect("spec builds");
+        let f = &s["flows"]["mp"];
+        let reinjected: u64 =
+            f["subflows"].as_array().expect("subflows").iter().map(|x| x["reinjected_bytes"].as_u64().unwrap_or(0)).sum();
+        assert_eq!(reinjected > 0, retransmit, "retransmit {retransmit}, penalise {penalise}: {f}");
+    }
+}
+
+/// Goodput samples (time, bit/s) of the flow, every `interval_ms`.
+fn flow_goodput_samples(spec: &Value, interval_ms: u64) -> (Vec<(f64, f64)>, Value) {
+    let mut spec = spec.clone();
+    spec["sample_interval_ps"] = json!(interval_ms * PS_PER_MS);
+    let (sim, s) = run(&spec).expect("spec builds");
+    let traces = sim.traces();
+    let flows = &traces.iter().find(|(n, _)| n == "flows").expect("flows table").1;
+    let col = |name: &str| flows.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("column");
+    let (Column::F64(t), Column::F64(g)) = (col("time_s"), col("goodput_bps")) else { panic!("column types") };
+    (t.into_iter().zip(g).collect(), s)
+}
+
+#[test]
+fn after_a_path_failure_the_upstream_scheduler_retransmits_on_its_timer() {
+    let mode = "linux";
+    // Two 10 Mbps paths, uncoupled cubic as upstream Linux; p2 loses
+    // everything from 10 s on (inside the network: no interface goes
+    // down). Upstream Linux moves nothing when p2's subflow times out: its
+    // MPTCP timer retransmits the oldest data on a subflow with empty
+    // queues, and p2's data moves when p2 is stale, after 4 intervals
+    // without progress. Linux 6.18 stalls 0.4-0.85 s there.
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 30.0]);
+    t.duration_s = 20.0;
+    let mut f = TwoPath::mptcp_flow("mp", "cubic", download(None));
+    f["scheduler"] = json!("upstream");
+    f["cc_mode"] = json!(mode);
+    t.flows = vec![f];
+    let mut spec = t.spec();
+    spec["links"][1]["events"] = json!([{"at_ps": 10 * PS_PER_S, "loss": bernoulli(1.0)}]);
+    let (samples, s) = flow_goodput_samples(&spec, 50);
+    let stalled: Vec<f64> = samples.iter().filter(|&&(t, g)| t > 10.0 && t <= 13.0 && g < 1_000_000.0).map(|&(t, _)| t).collect();
+    let stall_s = stalled.len() as f64 * 0.05;
+    let after: f64 = samples.iter().filter(|&&(t, _)| t > 15.0).map(|&(_, g)| g).sum::<f64>()
+        / samples.iter().filter(|&&(t, _)| t > 15.0).count().max(1) as f64;
+    eprintln!("stalled {stall_s:.2} s in 10-13 s ({stalled:?}); {after:.0} bps after 15 s; {}", s["flows"]["mp"]);
+    // The kernel's figures, give or take one 50 ms sample.
+    assert!((0.35..=0.9).contains(&stall_s), "stalled {stall_s} s");
+    assert!(after > 0.85 * common::testbed::payload_capacity_bps(10_000_000), "{after}");
+}

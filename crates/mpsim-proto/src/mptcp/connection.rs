@@ -40,7 +40,9 @@ pub(super) struct Sub {
     pub ready: bool,
     /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
     pub third_ack_pending: bool,
-    /// Potentially failed: an RTO fired and no new data was acknowledged since.
+    /// Potentially failed: an RTO fired (upstream scheduler: stale after
+    /// `stale_loss_cnt` MPTCP timer intervals) and no new data was
+    /// acknowledged since.
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,
@@ -50,10 +52,18 @@ pub(super) struct Sub {
     pub rx_seen: u64,
     pub timeouts_seen: u64,
     pub una_seen: u64,
+    /// Upstream scheduler: MPTCP retransmission intervals this subflow
+    /// spent with data outstanding and no progress, and its `una_seen` when
+    /// counting began (`stale_count`, `stale_rcv_tstamp` of Linux).
+    pub stale_count: u8,
+    pub stale_mark: u64,
     /// Connection data carried for the first time here after another subflow failed.
     pub reinjected_bytes: u64,
     /// Data bytes delivered in order at subflow level (receiver side).
     pub rx_bytes: u64,
+    /// Connection data queued on this subflow and not yet acknowledged at
+    /// subflow level, oldest first, as (end of its subflow sequence, DSN, length).
+    pub outstanding: VecDeque<(u64, u64, u32)>,
     /// Redundant scheduler: next DSN this subflow has not carried.
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
@@ -93,7 +103,10 @@ impl Sub {
             rx_seen: 1,
             timeouts_seen: 0,
             una_seen: 0,
+            stale_count: 0,
+            stale_mark: 0,
             reinjected_bytes: 0,
+            outstanding: VecDeque::new(),
             rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
@@ -154,6 +167,8 @@ pub(super) struct Unechoed {
 pub struct MptcpStats {
     pub reinjected_bytes: u64,
     pub meta_timeouts: u64,
+    /// Windows halved by penalisation.
+    pub penalisations: u64,
 }
 
 /// What the engine reports per subflow.
@@ -402,6 +417,27 @@ impl MptcpConnection {
         self.local_token
     }
 
+    /// Draws another key, as Linux does when the token of the one drawn is
+    /// taken on the host (`mptcp_token_new_connect`,
+    /// `mptcp_token_new_request`, net/mptcp/token.c). Only before the
+    /// connection sent anything: the key goes out in its handshake.
+    pub fn regenerate_key(&mut self) {
+        self.local_key = self.rng.next_u64();
+        (self.local_token, self.local_idsn) = crypto::token_idsn_v1(self.local_key);
+        let token = self.local_token;
+        self.mevents.iter_mut().for_each(|e| {
+            if let MptcpEvent::Token(t) = e {
+                *t = token;
+            }
+        });
+    }
+
+    /// Plain TCP from the start: no token of the host was free (Linux
+    /// falls back when `mptcp_token_new_*` keeps failing).
+    pub fn refuse_mptcp(&mut self) {
+        self.fall_back();
+    }
+
     // ----- application side -----
 
     pub fn send(&mut self, bytes: u64) {
@@ -531,6 +567,14 @@ impl MptcpConnection {
     fn on_meta_timeout(&mut self, now: SimTime) {
         self.meta_rto_at = None;
         self.stats.meta_timeouts += 1;
+        if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.upstream_retransmit();
+            if self.unacked.is_empty() && self.data_fin_sent && !self.data_fin_acked {
+                self.data_fin_sent = false; // send the DATA_FIN again
+            }
+            self.arm_meta_timer(now);
+            return;
+        }
         self.meta_backoff = (self.meta_backoff + 1).min(10);
         if let Some(head) = self.unacked.front_mut() {
             head.path_mask = 0;
@@ -552,6 +596,10 @@ impl MptcpConnection {
             return;
         }
         if self.meta_rto_at.is_some() {
+            return;
+        }
+        if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.meta_rto_at = Some(now + self.upstream_timer_interval(now));
             return;
         }
         let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
@@ -777,10 +825,17 @@ impl MptcpConnection {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
+            sub.stale_count = 0;
+            while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
+                sub.outstanding.pop_front();
+            }
         }
         if sub.sf.stats.timeouts > sub.timeouts_seen {
             sub.timeouts_seen = sub.sf.stats.timeouts;
-            if self.state != MpState::Fallback && sub.ready {
+            // Upstream Linux leaves a timed-out subflow's data where it is:
+            // only the MPTCP retransmission timer moves data (`mptcp_retransmit_timer`).
+            let upstream = self.cfg.scheduler == super::SchedulerKind::Upstream;
+            if self.state != MpState::Fallback && sub.ready && !upstream {
                 sub.pf = true;
                 self.reinject_from(r);
             }
@@ -857,13 +912,23 @@ impl MptcpConnection {
         self.reinject_from(r);
     }
 
-    /// Queues every un-DATA_ACKed segment subflow `r` carried for another subflow.
-    fn reinject_from(&mut self, r: usize) {
+    /// Queues for another subflow the data still outstanding on subflow
+    /// `r` (not acknowledged at subflow level) and not yet DATA_ACKed.
+    /// What `r` delivered already is the receiver's: moving it would only
+    /// send it twice (RFC 8684 3.3.6; the out-of-tree kernel's
+    /// `mptcp_reinject_data` walks the subflow's write queue, which holds
+    /// only unacknowledged segments).
+    pub(super) fn reinject_from(&mut self, r: usize) {
         let bit = 1u64 << (r % 64);
-        for seg in self.unacked.iter_mut() {
-            if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
-                seg.in_reinject_queue = true;
-                self.reinject.push_back(seg.dsn);
+        for &(_, dsn, len) in &self.subs[r].outstanding {
+            let end = dsn + len as u64;
+            // `unacked` is in DSN order; its head may have been trimmed by a partial DATA_ACK.
+            let first = self.unacked.partition_point(|s| s.dsn + s.len as u64 <= dsn);
+            for seg in self.unacked.range_mut(first..).take_while(|s| s.dsn < end) {
+                if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
+                    seg.in_reinject_queue = true;
+                    self.reinject.push_back(seg.dsn);
+                }
             }
         }
     }
@@ -897,9 +962,30 @@ impl MptcpConnection {
         self.announce.push_back(MpOption::AddAddr { addr_id: a.id, addr: a.addr.0, port: None, hmac64: Some(hmac), echo: false });
     }
 
+    /// Both DATA_FINs are acknowledged: the connection is over, only its
+    /// subflows' closing remains.
+    pub(super) fn finished(&self) -> bool {
+        self.data_fin_acked && self.peer_closed
+    }
+
+    /// Both DATA_FINs are acknowledged.
+    pub fn is_finished(&self) -> bool {
+        self.finished()
+    }
+
+    /// Extra subflows (MP_JOIN) still open: closed ones no longer count
+    /// against `max_subflows`, as Linux decrements its counter when a
+    /// subflow closes (`mptcp_pm_subflow_check_next`, net/mptcp/pm.c).
+    fn open_joins(&self) -> usize {
+        self.subs.iter().filter(|s| s.kind == Kind::Join && !s.gone).count()
+    }
+
     /// Opens the subflows the path manager wants (client side).
     pub(super) fn run_path_manager(&mut self, now: SimTime) {
-        if !self.is_client || self.state != MpState::Established || !self.peer_confirmed {
+        // Linux creates subflows only on a fully established connection
+        // (`__mptcp_subflow_connect`, net/mptcp/subflow.c); a finished one
+        // never again.
+        if !self.is_client || self.state != MpState::Established || !self.peer_confirmed || self.finished() {
             return;
         }
         let initial_remote = self.remote_addrs.first().map(|&(_, a)| a).unwrap_or_default();
@@ -920,12 +1006,13 @@ impl MptcpConnection {
                 (live..n.max(1) as usize).map(|_| (l, 0, initial_remote)).collect()
             }
             PathManagerKind::Endpoints { max_subflows, .. } => {
-                let extra = self.subs.iter().filter(|s| s.kind == Kind::Join).count();
-                let room = (max_subflows as usize).saturating_sub(extra);
+                let room = (max_subflows as usize).saturating_sub(self.open_joins());
                 let remotes: Vec<(u8, Addr)> = self.remote_addrs.clone();
                 let mut v: Vec<(LocalAddr, u8, Addr)> =
                     self.cfg.local_addrs.iter().skip(1).filter(|a| a.up).map(|&l| (l, 0, initial_remote)).collect();
-                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.cfg.local_addrs[0], id, ra)));
+                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.source_towards(ra), id, ra)));
+                // Subflows already open take no room twice.
+                v.retain(|&(l, _, ra)| !self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra));
                 v.truncate(room);
                 v
             }
@@ -937,6 +1024,16 @@ impl MptcpConnection {
                 self.open_join(now, l, rid, ra);
             }
         }
+    }
+
+    /// The local address a subflow to announced address `remote` leaves
+    /// from. Linux connects it from the unspecified address when no
+    /// fullmesh endpoint exists (`fill_local_addresses_vec`,
+    /// net/mptcp/pm_kernel.c), so the route lookup for `remote` picks the
+    /// source (RFC 8684 section 3.4.1).
+    fn source_towards(&self, remote: Addr) -> LocalAddr {
+        let routed = self.cfg.route_sources.iter().find(|&&(peer, _)| peer == remote).map(|&(_, local)| local);
+        routed.and_then(|local| self.cfg.local_addrs.iter().find(|a| a.addr == local)).copied().unwrap_or(self.cfg.local_addrs[0])
     }
 
     fn open_join(&mut self, _now: SimTime, l: LocalAddr, remote_id: u8, remote: Addr) {
@@ -959,11 +1056,13 @@ impl MptcpConnection {
         let Some(MpOption::JoinSyn { token, nonce, addr_id, backup }) = syn.ext.mptcp().map(|m| m.option) else {
             return false;
         };
-        if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) {
+        // Linux accepts joins only on a fully established connection
+        // (`mptcp_can_accept_new_subflow`, net/mptcp/subflow.c).
+        if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) || self.finished() {
             return false;
         }
         if let PathManagerKind::Endpoints { max_subflows, .. } = self.cfg.path_manager {
-            if self.subs.iter().filter(|s| s.kind == Kind::Join).count() >= max_subflows as usize {
+            if self.open_joins() >= max_subflows as usize {
                 return false;
             }
         }
@@ -1009,6 +1108,16 @@ impl MptcpConnection {
             return;
         }
         self.cfg.local_addrs[i].up = up;
+        if matches!(self.cfg.path_manager, PathManagerKind::Endpoints { .. }) {
+            // Upstream Linux's in-kernel path manager does not follow
+            // interfaces (closing subflows is mptcpd's job): a subflow on a
+            // dead interface goes stale after its RTO and recovers when the
+            // interface returns; only a missing subflow is opened again.
+            if up {
+                self.run_path_manager(now);
+            }
+            return;
+        }
         let a = self.cfg.local_addrs[i];
         // An announcement about this address not yet sent is out of date.
         self.announce.retain(|o| match *o {
@@ -1018,16 +1127,17 @@ impl MptcpConnection {
         });
         self.unechoed.retain(|u| u.addr_id != a.id);
         if up {
-            let announces = matches!(self.cfg.path_manager, PathManagerKind::Fullmesh) || !self.is_client;
-            if self.state == MpState::Established && self.subs.first().is_some_and(|s| s.local() != addr) && announces {
+            let announces = self.cfg.path_manager == PathManagerKind::Fullmesh;
+            let initial = self.subs.first().is_some_and(|s| s.local() == addr);
+            if self.state == MpState::Established && !initial && announces && !self.finished() {
                 self.announce_addr(a);
             }
             self.run_path_manager(now);
             return;
         }
-        // Only address-tracking path managers react; with the others the
-        // subflows wait, retransmitting, for the interface to return.
-        if !matches!(self.cfg.path_manager, PathManagerKind::Fullmesh | PathManagerKind::Endpoints { .. }) {
+        // Only the out-of-tree fullmesh follows interfaces; with the others
+        // the subflows wait, retransmitting, for the interface to return.
+        if self.cfg.path_manager != PathManagerKind::Fullmesh {
             return;
         }
         // Never close the last way out: a connection whose every subflow

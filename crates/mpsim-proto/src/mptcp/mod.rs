@@ -75,6 +75,11 @@ pub struct MptcpConfig {
     pub path_manager: PathManagerKind,
     /// The host's addresses in preference order; the first is the initial one.
     pub local_addrs: Vec<LocalAddr>,
+    /// The local address routing picks towards each address of the peer's
+    /// host, as (peer address, local address): where a subflow to an
+    /// announced address leaves from. A peer address not listed is
+    /// reached from the first local address.
+    pub route_sources: Vec<(Addr, Addr)>,
     /// First local port for additional subflows.
     pub port_base: u16,
     /// Seed of this connection's keys and nonces.
@@ -88,6 +93,21 @@ pub struct MptcpConfig {
     /// Ask for DSS checksums (MP_CAPABLE flag A, spec 2); both ends use
     /// them if either asks (RFC 8684 3.1).
     pub dss_checksum: bool,
+    /// When the connection-level window blocks new data, send its head
+    /// again on a faster subflow (the out-of-tree kernel's opportunistic
+    /// retransmission, Raiciu et al., NSDI 2012; spec 11.1).
+    pub opportunistic_retransmission: bool,
+    /// ... and halve the window of the slower subflow holding it back
+    /// (penalisation), at most once per SRTT of the faster one.
+    pub penalisation: bool,
+}
+
+impl MptcpConfig {
+    /// The out-of-tree kernel's schedulers retransmit opportunistically and
+    /// penalise; upstream Linux does neither.
+    pub fn receive_buffer_mechanisms_by_default(scheduler: SchedulerKind) -> bool {
+        scheduler != SchedulerKind::Upstream
+    }
 }
 
 /// Retransmissions of an unechoed ADD_ADDR (Linux `ADD_ADDR_RETRANS_MAX`).

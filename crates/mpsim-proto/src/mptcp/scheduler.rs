@@ -7,11 +7,18 @@ use super::connection::MptcpConnection;
 use super::send::NextSeg;
 use super::SchedulerKind;
 use mpsim_cc::CaState;
+use mpsim_core::{SimDuration, SimTime};
 
 /// Upstream `MPTCP_SEND_BURST_SIZE`.
 const UPSTREAM_BURST_BYTES: u64 = 65_428;
 /// Upstream subflows' send buffer limit (`net.ipv4.tcp_wmem` maximum).
 const UPSTREAM_SNDBUF_MAX_BYTES: u64 = 4 << 20;
+/// Upstream `net.mptcp.stale_loss_cnt`: retransmission intervals without
+/// progress after which a subflow is stale.
+const UPSTREAM_STALE_LOSS_CNT: u8 = 4;
+/// Upstream `TCP_RTO_MIN`: the MPTCP timer's interval when no subflow
+/// timer is pending.
+const UPSTREAM_TIMER_MIN: SimDuration = SimDuration::from_millis(200);
 
 impl MptcpConnection {
     /// Subflow `r` may be scheduled at all (its window aside).
@@ -256,5 +263,70 @@ impl MptcpConnection {
         let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
         let seg = NextSeg { dsn: self.data_nxt, len, reinject: None };
         (seg.dsn + len as u64 <= self.send_limit()).then_some(seg)
+    }
+
+    /// Upstream `mptcp_retransmit_timer` and `__mptcp_retrans`: the oldest
+    /// data not DATA_ACKed goes again on the subflow
+    /// `mptcp_subflow_get_retrans` picks, an active one with nothing
+    /// outstanding (a backup one only if no subflow made progress for more
+    /// than one interval); subflows with data outstanding count an interval
+    /// without progress (`mptcp_pm_subflow_chk_stale`).
+    pub(super) fn upstream_retransmit(&mut self) {
+        let (mut pick, mut backup, mut min_stale) = (None, None, u8::MAX);
+        for r in 0..self.subs.len() {
+            if !self.upstream_active(r) {
+                continue;
+            }
+            if self.subs[r].sf.unacked_app_bytes() > 0 {
+                self.check_stale(r);
+                min_stale = min_stale.min(self.subs[r].stale_count);
+                continue;
+            }
+            let slot = if self.subs[r].backup { &mut backup } else { &mut pick };
+            slot.get_or_insert(r);
+        }
+        let Some(r) = pick.or(backup.filter(|_| min_stale > 1)) else { return };
+        let Some(head) = self.unacked.front().copied() else { return };
+        self.unacked[0].in_reinject_queue = true;
+        self.transmit_on(r, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(0) });
+    }
+
+    /// One more interval without progress on subflow `r`; at
+    /// `stale_loss_cnt` it is stale (excluded from scheduling until it
+    /// makes progress) and, if another subflow can send, what is
+    /// outstanding on it goes to the others (`mptcp_pm_subflows_chk_stale`,
+    /// `__mptcp_retransmit_pending_data`). Progress is counted by the
+    /// subflow's cumulative ACK, where Linux looks at the time of the last
+    /// segment received.
+    fn check_stale(&mut self, r: usize) {
+        let s = &mut self.subs[r];
+        if s.stale_count == 0 || s.stale_mark != s.una_seen {
+            s.stale_mark = s.una_seen;
+            s.stale_count = 1;
+            return;
+        }
+        s.stale_count = s.stale_count.saturating_add(1);
+        if s.stale_count < UPSTREAM_STALE_LOSS_CNT {
+            return;
+        }
+        let others = (0..self.subs.len()).any(|o| o != r && self.upstream_active(o));
+        if others {
+            self.subs[r].pf = true;
+            self.reinject_from(r);
+        }
+    }
+
+    /// Upstream `mptcp_set_timeout`: the time left on the subflows'
+    /// pending timers, the longest, for those not yet counting intervals
+    /// without progress; `TCP_RTO_MIN` if there is none.
+    pub(super) fn upstream_timer_interval(&self, now: SimTime) -> SimDuration {
+        self.subs
+            .iter()
+            .filter(|s| !s.gone && s.stale_count == 0)
+            .filter_map(|s| s.sf.poll_timeout())
+            .map(|t| SimDuration(t.0.saturating_sub(now.0)))
+            .max()
+            .filter(|d| *d > SimDuration::ZERO)
+            .unwrap_or(UPSTREAM_TIMER_MIN)
     }
 }

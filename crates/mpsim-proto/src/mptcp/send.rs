@@ -169,8 +169,7 @@ impl MptcpConnection {
     fn schedule(&mut self, now: SimTime) {
         while let Some(seg) = self.next_segment() {
             if seg.reinject.is_none() && self.send_blocked(&seg) {
-                // Upstream Linux has no opportunistic retransmission.
-                if self.cfg.scheduler != SchedulerKind::Upstream {
+                if self.cfg.opportunistic_retransmission || self.cfg.penalisation {
                     self.opportunistic_retransmit(now);
                 }
                 return;
@@ -308,19 +307,23 @@ impl MptcpConnection {
         // The subflow tags the segment with its DSN: the mapping goes on
         // it, and on every retransmission of it (`dss_for`).
         sub.sf.send_segment(seg.len as u64, seg.dsn);
+        sub.outstanding.push_back((sub.sf.write_seq(), seg.dsn, seg.len));
         sub.queued = true;
         self.any_queued = true;
     }
 
-    /// Linux's opportunistic retransmission and penalisation (spec 11.1),
-    /// when the connection-level window blocks new data.
+    /// The out-of-tree kernel's opportunistic retransmission and
+    /// penalisation (`mptcp_rcv_buf_optimization`, spec 11.1), each if
+    /// switched on, when the connection-level window blocks new data.
     fn opportunistic_retransmit(&mut self, now: SimTime) {
         let Some(head) = self.unacked.front().copied() else { return };
         let probe = NextSeg { dsn: head.dsn, len: head.len, reinject: None };
         let Some(s) = self.pick_ignoring_window(&probe) else { return };
         let Some(o) = (0..self.subs.len()).find(|&o| head.path_mask & (1u64 << (o % 64)) != 0 && o != s) else { return };
         let (srtt_s, srtt_o) = (self.cc[s].srtt_s(), self.cc[o].srtt_s());
-        if srtt_s < srtt_o && self.cc[o].ca_state == mpsim_cc::CaState::Open && self.penalise_ok(now, s, o) {
+        let penalise = self.cfg.penalisation && srtt_s < srtt_o && self.cc[o].ca_state == mpsim_cc::CaState::Open;
+        if penalise && self.penalise_ok(now, s, o) {
+            self.stats.penalisations += 1;
             let c = &mut self.cc[o];
             let before = c.cwnd_pkts;
             c.cwnd_pkts = (c.cwnd_pkts / 2.0).max(1.0);
@@ -328,7 +331,8 @@ impl MptcpConnection {
                 c.ssthresh_pkts = (c.ssthresh_pkts / 2.0).max(2.0);
             }
         }
-        if head.path_mask & (1u64 << (s % 64)) == 0 && (self.cc[o].cwnd_pkts <= 4.0 || 4.0 * srtt_s < srtt_o) {
+        let retransmit = self.cfg.opportunistic_retransmission && head.path_mask & (1u64 << (s % 64)) == 0;
+        if retransmit && (self.cc[o].cwnd_pkts <= 4.0 || 4.0 * srtt_s < srtt_o) {
             let i = 0;
             self.unacked[i].in_reinject_queue = true;
             self.transmit_on(s, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(i) });

@@ -2,7 +2,7 @@
 //! Application commands are carried out here; endpoint events become
 //! application inputs.
 
-use crate::endpoint::{EpKind, RecoveryCounters};
+use crate::endpoint::{ClosedPath, EpKind, RecoveryCounters};
 use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
@@ -22,7 +22,7 @@ pub(crate) const EPHEMERAL_PORTS: (u16, u16) = (32768, 60999);
 /// Wire bytes of a UDP datagram beyond its payload (Ethernet 14 + IPv4 20 + UDP 8).
 pub const UDP_HEADER_BYTES: u32 = 42;
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Demux {
     Ep(u32),
     /// A connection the client opened; the server endpoint is made on its SYN.
@@ -45,8 +45,10 @@ pub(crate) struct Endpoint {
     pub scheduled: Option<SimTime>,
     /// Client interface link the connection uses.
     pub client_link: LinkId,
-    /// Final counters, kept when the connection is aborted.
+    /// Final counters, kept when the connection is aborted or released.
     pub counters: RecoveryCounters,
+    /// MPTCP: the subflows' summary rows, kept when the connection is released.
+    pub closed_paths: Vec<ClosedPath>,
     pub delivered_bytes: u64,
 }
 
@@ -306,6 +308,7 @@ impl Simulation {
             scheduled: None,
             client_link,
             counters: RecoveryCounters::default(),
+            closed_paths: Vec::new(),
             delivered_bytes: 0,
         });
         ep
@@ -610,6 +613,30 @@ impl Simulation {
         self.app_input(flow, AppInput::Reconnect);
     }
 
+    /// Frees a finished endpoint's state (RFC 9293: the TCB is deleted
+    /// when TIME_WAIT ends; Linux frees the MPTCP socket when its subflows
+    /// are gone): its tuples and token go, later segments for them are
+    /// reset, and only what the summary reports stays.
+    pub(crate) fn release(&mut self, ep: u32) {
+        let e = &self.endpoints[ep as usize];
+        let host = e.host;
+        for (l, lp, r, rp) in e.kind.tuples() {
+            let key = demux_key(l, lp, r, rp);
+            if self.demux.get(&key) == Some(&Demux::Ep(ep)) {
+                self.demux.remove(&key);
+            }
+        }
+        if let EpKind::Mptcp(c) = &e.kind {
+            let token = c.local_token();
+            if self.tokens.get(&(host, token)) == Some(&ep) {
+                self.tokens.remove(&(host, token));
+            }
+        }
+        let e = &mut self.endpoints[ep as usize];
+        e.closed_paths = e.kind.closed_paths();
+        self.abort(ep);
+    }
+
     pub(crate) fn abort(&mut self, ep: u32) {
         let e = &mut self.endpoints[ep as usize];
         e.counters = e.kind.counters();
@@ -717,6 +744,59 @@ mod tests {
         assert_ne!(eps[0].1, eps[1].1, "the second connection kept a token in use");
         for &(ep, token) in &eps {
             assert_eq!(sim.tokens.get(&(server, token)), Some(&ep));
+        }
+    }
+}
+
+#[cfg(test)]
+mod release_tests {
+    use super::testbed::{dir, link, no_loss, PS_PER_S};
+    use crate::endpoint::EpKind;
+    use crate::Simulation;
+    use serde_json::json;
+
+    /// `n` sequential 10 KB requests, each on a new connection, 50 ms apart.
+    fn sequential_http(transport: &str, n: u32) -> Simulation {
+        let d = || dir(100_000_000, 5.0, 1000, no_loss());
+        let app = json!({"kind": "http", "sizes_bytes": [10_000], "repeat": n, "gap_ps": 50 * PS_PER_S / 1000,
+                         "new_connection": true, "request_bytes": 100});
+        let flow = json!({"name": "web", "transport": transport, "client": "client", "server": "server", "app": app,
+                          "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 1u64 << 20});
+        let spec = json!({"name": "release", "seed": 1, "duration_ps": 100_000 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+            "mss_bytes": 1448, "header_bytes": 66,
+            "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
+            "links": [link("c", "client", "r", d(), d()), link("s", "r", "server", d(), d())],
+            "flows": [flow], "record": {"interfaces": false, "subflows": false, "pcap": []}});
+        Simulation::from_json(&spec.to_string()).expect("spec builds")
+    }
+
+    #[test]
+    fn finished_connections_are_released_and_cost_the_same_at_any_count() {
+        for transport in ["tcp", "mptcp"] {
+            let mut per_connection = vec![];
+            for n in [300u32, 3_000] {
+                let mut sim = sequential_http(transport, n);
+                let mut most_live = 0;
+                while !sim.run_until(sim.now() + mpsim_core::SimDuration::from_secs(10)) {
+                    let live = sim.endpoints.iter().filter(|e| !matches!(e.kind, EpKind::Closed)).count();
+                    most_live = most_live.max(live);
+                }
+                let s = sim.summary();
+                let f = &s["flows"]["web"];
+                assert_eq!(f["requests"].as_array().map(Vec::len), Some(n as usize), "{transport}");
+                assert_eq!(f["bytes_delivered"].as_u64(), Some(10_000 * n as u64), "{transport}");
+                // Everything is released once TIME_WAIT (60 s) ends.
+                let left = sim.endpoints.iter().filter(|e| !matches!(e.kind, EpKind::Closed)).count();
+                assert_eq!(left, 0, "{transport}: {:#?}", &sim.endpoint_lines()[..sim.endpoint_lines().len().min(6)]);
+                // At most the connections of the last 60 s (about one per
+                // 70 ms) are held at once, whatever the count.
+                assert!(most_live <= 2 * 60_000 / 60, "{transport}: {most_live} live endpoints");
+                per_connection.push(sim.packet_hops() as f64 / n as f64);
+                // The summary keeps one row per path (MPTCP: per subflow).
+                assert!(!f["subflows"].as_array().expect("subflows").is_empty());
+            }
+            let (a, b) = (per_connection[0], per_connection[1]);
+            assert!((a - b).abs() / a < 0.01, "{transport}: {a} and {b} packet-hops per connection");
         }
     }
 }

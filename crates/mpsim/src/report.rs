@@ -372,6 +372,19 @@ impl Simulation {
                         add(key, if receiving { s.rx_bytes } else { 0 }, c, s.reinjected_bytes, s.backup);
                     }
                 }
+                EpKind::Closed if !e.closed_paths.is_empty() => {
+                    // A released MPTCP endpoint: the rows it left.
+                    for p in &e.closed_paths {
+                        let (client, server, port) = if e.side == Side::Client {
+                            (p.local, p.remote, p.local_port)
+                        } else {
+                            (p.remote, p.local, p.remote_port)
+                        };
+                        retx_total += p.counters.retransmitted_bytes;
+                        let key = (self.link_name_of(client), self.link_name_of(server), port);
+                        add(key, if receiving { p.rx_bytes } else { 0 }, p.counters, p.reinjected_bytes, p.backup);
+                    }
+                }
                 kind => {
                     let c = match kind {
                         EpKind::Closed => e.counters,

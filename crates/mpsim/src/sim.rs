@@ -508,6 +508,9 @@ impl Simulation {
             }
         }
         self.sampler.scratch_events = events;
+        if self.endpoints[ep as usize].kind.is_done() {
+            self.release(ep);
+        }
     }
 
     fn mptcp_event(&mut self, ep: u32, ev: MptcpEvent) {

@@ -89,7 +89,7 @@ impl MptcpConnection {
             if self.any_prio_pending {
                 self.send_priorities(now);
             }
-            self.maybe_close_subflows();
+            self.maybe_close_subflows(now);
         }
         self.arm_meta_timer(now);
     }
@@ -538,16 +538,19 @@ impl MptcpConnection {
         }
     }
 
-    /// Both DATA_FINs done: close every subflow with FIN.
-    fn maybe_close_subflows(&mut self) {
+    /// Both DATA_FINs done: close every subflow with FIN (RFC 8684
+    /// section 3.3.3), sent now: nothing else may come to send them.
+    fn maybe_close_subflows(&mut self, now: SimTime) {
         if self.state != MpState::Established || self.subflows_closed || !(self.data_fin_acked && self.peer_closed) {
             return;
         }
         self.subflows_closed = true;
         self.unechoed.clear(); // nothing is announced on a closing connection
-        for s in self.subs.iter_mut().filter(|s| !s.gone) {
-            s.sf.close();
-            s.dirty = true;
+        for r in 0..self.subs.len() {
+            if !self.subs[r].gone {
+                self.subs[r].sf.close();
+                self.drain_subflow(now, r);
+            }
         }
     }
 

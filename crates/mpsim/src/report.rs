@@ -69,7 +69,7 @@ struct SubflowRow<'a> {
 
 /// The state of a subflow as the trace writes it, after RFC 9293's names.
 fn state_name(closed: bool, state: TcpState) -> &'static str {
-    if closed {
+    if closed && state != TcpState::TimeWait {
         return "closed";
     }
     match state {
@@ -84,6 +84,12 @@ fn state_name(closed: bool, state: TcpState) -> &'static str {
         TcpState::TimeWait => "time_wait",
         TcpState::Closed => "closed",
     }
+}
+
+/// The subflow has nothing more to send or sample: closed, or waiting out
+/// TIME_WAIT.
+fn ended(sf: &mpsim_proto::tcp::Subflow) -> bool {
+    sf.is_closed() || sf.state == TcpState::TimeWait
 }
 
 /// The link of an interface address, or `NO_LINK`.
@@ -270,13 +276,15 @@ impl Simulation {
     }
 
     /// One row per open subflow that has sent data, and one last row (state
-    /// "closed") for a subflow that closed or was given up since the last sample.
+    /// "closed", or "time_wait" for the side that waits out TIME_WAIT, with
+    /// nothing left to send) for a subflow that ended since the last sample.
+    /// A finished MPTCP connection's buffers are empty: no more rows.
     fn sample_subflows(&mut self, t_s: f64) {
         for (n, e) in self.endpoints.iter().enumerate() {
             let side = if e.side == Side::Client { "client" } else { "server" };
             match &e.kind {
                 EpKind::Tcp(conn) => {
-                    let closed = conn.sf.is_closed();
+                    let closed = ended(&conn.sf);
                     if closed && !self.sampler.first_closed_sample(n, 0) {
                         continue;
                     }
@@ -294,7 +302,7 @@ impl Simulation {
                 }
                 EpKind::Mptcp(conn) => {
                     for (i, s) in conn.subflows().enumerate() {
-                        let closed = s.gone || s.sf.is_closed();
+                        let closed = s.gone || ended(s.sf);
                         if closed && !self.sampler.first_closed_sample(n, i) {
                             continue;
                         }
@@ -310,6 +318,9 @@ impl Simulation {
                             server_link: link_index(server),
                         };
                         self.sampler.subflows.push_row(t_s, e.flow, e.conn, i, side, &row);
+                    }
+                    if conn.is_finished() {
+                        continue;
                     }
                     let c = &mut self.sampler.connections;
                     c.time_s.push(t_s);

@@ -911,3 +911,22 @@ fn an_echoed_timestamp_gives_an_rtt_sample_where_karn_forbids_one() {
         assert_eq!(sample, expected, "timestamps {timestamps}");
     }
 }
+
+#[test]
+fn the_initial_ssthresh_is_infinite_unless_set() {
+    let (c, _) = sending_client(TcpConfig::default(), "reno");
+    assert!(c.cc().ssthresh_pkts > 1e9);
+    // htsim's 15 packets: slow start ends there.
+    let (mut c, first) = sending_client(TcpConfig { initial_ssthresh_pkts: Some(15), ..Default::default() }, "reno");
+    assert_eq!(c.cc().ssthresh_pkts, 15.0);
+    let mut now = SimTime::from_secs_f64(0.05);
+    for k in 0..first.len() as u64 {
+        c.handle_segment(now, &ack_of(1 + (k + 1) * 1448, &[]));
+        let mut out = vec![];
+        c.drain_transmit(now, &mut out);
+        now += SimDuration::from_millis(1);
+    }
+    // Ten ACKs in slow start would reach 20 packets; the threshold stops it
+    // at 15, and congestion avoidance adds a fraction.
+    assert!(c.cc().cwnd_pkts >= 15.0 && c.cc().cwnd_pkts < 16.0, "{}", c.cc().cwnd_pkts);
+}

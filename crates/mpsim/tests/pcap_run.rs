@@ -10,15 +10,6 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Whether tshark is installed; if not, says that `test` is skipped.
-fn tshark_or_skip(test: &str) -> bool {
-    let installed = Command::new("tshark").arg("-v").output().is_ok_and(|o| o.status.success());
-    if !installed {
-        eprintln!("tshark not installed: {test} skipped");
-    }
-    installed
-}
-
 fn tshark_out(path: &std::path::Path, args: &[&str]) -> String {
     let out = Command::new("tshark")
         .arg("-r")
@@ -67,7 +58,7 @@ fn run_captured(t: &TwoPath, tag: &str) -> (Value, Captures) {
 
 #[test]
 fn captured_mptcp_run_dissects_and_byte_counts_match() {
-    if !tshark_or_skip("pcap dissection test") {
+    if !common::tshark::installed_or_skip("pcap dissection test") {
         return;
     }
     let mut t = TwoPath::new([4_000_000, 2_000_000], [10.0, 30.0]);
@@ -118,7 +109,7 @@ fn captured_mptcp_run_dissects_and_byte_counts_match() {
 
 #[test]
 fn our_data_fin_goes_back_on_the_subflow_the_peer_s_came_on() {
-    if !tshark_or_skip("DATA_FIN subflow test") {
+    if !common::tshark::installed_or_skip("DATA_FIN subflow test") {
         return;
     }
     // p2 is short but slow with a deep queue: by the end of the download the
@@ -182,7 +173,7 @@ fn dss_checksum_in(options_hex: &str) -> Option<u16> {
 
 #[test]
 fn dss_checksums_on_the_wire_verify_against_the_captured_payload() {
-    if !tshark_or_skip("DSS checksum test") {
+    if !common::tshark::installed_or_skip("DSS checksum test") {
         return;
     }
     let mut t = TwoPath::new([4_000_000, 2_000_000], [10.0, 30.0]);

@@ -17,14 +17,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn tshark_installed(test: &str) -> bool {
-    let ok = Command::new("tshark").arg("-v").output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("tshark not installed: {test} skipped");
-    }
-    ok
-}
-
 /// Expert severities (Wireshark's PI_NOTE, PI_WARN, PI_ERROR).
 const NOTE: u64 = 0x40_0000;
 
@@ -152,7 +144,7 @@ fn spurious(s: &Value) -> u64 {
 
 #[test]
 fn a_dumbbell_with_drop_tail_losses_raises_only_what_loss_causes() {
-    if !tshark_installed("expert-info test") {
+    if !common::tshark::installed_or_skip("expert-info test") {
         return;
     }
     let mut d = Dumbbell::new(2, 10_000_000, 20.0, 50);
@@ -169,7 +161,7 @@ fn a_dumbbell_with_drop_tail_losses_raises_only_what_loss_causes() {
 
 #[test]
 fn a_lossy_path_raises_only_what_loss_causes() {
-    if !tshark_installed("expert-info test") {
+    if !common::tshark::installed_or_skip("expert-info test") {
         return;
     }
     for mode in ["reference", "linux"] {
@@ -192,7 +184,7 @@ fn a_lossy_path_raises_only_what_loss_causes() {
 
 #[test]
 fn a_hundred_http_connections_raise_nothing_but_their_closes() {
-    if !tshark_installed("expert-info test") {
+    if !common::tshark::installed_or_skip("expert-info test") {
         return;
     }
     let mut d = Dumbbell::new(1, 10_000_000, 20.0, 100);
@@ -211,7 +203,7 @@ fn a_hundred_http_connections_raise_nothing_but_their_closes() {
 
 #[test]
 fn an_mptcp_download_over_two_paths_raises_only_what_loss_causes() {
-    if !tshark_installed("expert-info test") {
+    if !common::tshark::installed_or_skip("expert-info test") {
         return;
     }
     let mut t = TwoPath::new([4_000_000, 2_000_000], [10.0, 30.0]);

@@ -9,5 +9,6 @@
 
 pub mod multipath;
 pub mod testbed;
+pub mod tshark;
 pub mod validation;
 pub mod validation_wvegas;

@@ -425,14 +425,7 @@ impl Subflow {
     // ----- timers -----
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        let t = match (self.rto_at, self.delack_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        match (t, self.time_wait_at) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        earliest(earliest(self.rto_at, self.delack_at), self.time_wait_at)
     }
 
     pub fn handle_timeout(&mut self, now: SimTime, cc: &mut CcCtx) {
@@ -478,10 +471,7 @@ impl Subflow {
         let in_recovery = state == CaState::Recovery && self.recovery_point > self.snd_una;
         let keep = already_lost || (self.cfg.cc_mode == CcMode::Linux && in_recovery);
         if !keep {
-            let cwnd_pkts = cc.me().cwnd_pkts;
-            cc.me().flight_pkts = self.loss_flight_pkts(cwnd_pkts);
-            let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
-            cc.me().ssthresh_pkts = ss;
+            self.reduce_ssthresh(cc);
         }
         cc.me().cwnd_pkts = 1.0;
         cc.me().cwnd_cnt = 0;
@@ -686,11 +676,8 @@ impl Subflow {
             return;
         }
         self.sync_cc(cc);
-        let cwnd_pkts = cc.me().cwnd_pkts;
-        cc.me().flight_pkts = self.loss_flight_pkts(cwnd_pkts);
-        let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+        let ss = self.reduce_ssthresh(cc);
         let s = cc.me();
-        s.ssthresh_pkts = ss;
         s.cwnd_pkts = s.cwnd_pkts.min(ss);
         s.cwnd_cnt = 0;
         self.ecn.on_reduced(self.snd_nxt);
@@ -839,9 +826,7 @@ impl Subflow {
         // A loss during an ECN reduction does not reduce again (Linux
         // `tcp_enter_recovery` cuts only when not already reducing).
         if cc.me().ca_state != CaState::Cwr {
-            cc.me().flight_pkts = self.loss_flight_pkts(prior_cwnd_pkts);
-            let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
-            cc.me().ssthresh_pkts = ss;
+            self.reduce_ssthresh(cc);
         }
         cc.me().cwnd_cnt = 0;
         self.recovery_point = self.snd_nxt;
@@ -859,6 +844,16 @@ impl Subflow {
     /// SACKs freed the pipe), so a decrease never raises the window.
     fn loss_flight_pkts(&self, cwnd_pkts: f64) -> f64 {
         (self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64).min(cwnd_pkts)
+    }
+
+    /// A congestion event: the controller sets ssthresh from that
+    /// FlightSize (loss, timeout or ECN echo alike); returns it.
+    fn reduce_ssthresh(&self, cc: &mut CcCtx) -> f64 {
+        let cwnd_pkts = cc.me().cwnd_pkts;
+        cc.me().flight_pkts = self.loss_flight_pkts(cwnd_pkts);
+        let ss = cc.ctrl.ssthresh_on_loss(cc.subs, cc.r);
+        cc.me().ssthresh_pkts = ss;
+        ss
     }
 
     /// RFC 6937 (Linux `tcp_cwnd_reduction`): the window after an ACK in recovery.

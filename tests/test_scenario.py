@@ -276,3 +276,11 @@ def test_multipath_keys_are_validated_and_sent(tmp_path):
 def test_every_scenario_file_validates(path):
     sc = load_scenario(path)
     assert sc.nodes and sc.links and sc.flows
+
+
+@pytest.mark.parametrize("key", ["initial_cwnd", "initial_ssthresh"])
+def test_a_window_beyond_32_bits_is_refused_with_its_key(tmp_path, key):
+    path = write(tmp_path, "s.toml", MINIMAL + f"{key} = 4294967296\n")
+    err = error_of(path)
+    assert err.key == f"flow[0].{key}", str(err)
+    assert err.line == path.read_text().splitlines().index(f"{key} = 4294967296") + 1, str(err)

@@ -117,6 +117,8 @@ PositiveSizeBytes = Annotated[int, BeforeValidator(units.parse_size), AfterValid
 QueueLimit = Annotated[dict[str, int], BeforeValidator(units.parse_queue)]
 Probability = Annotated[float, BeforeValidator(units.parse_probability)]
 Count = Annotated[StrictInt, AfterValidator(_positive)]
+# A packet count the engine keeps in 32 bits (windows and thresholds).
+PacketCount = Annotated[StrictInt, AfterValidator(_positive), Field(le=units.MAX_QUEUE_PACKETS)]
 CcParam = Annotated[float, BeforeValidator(_number)]
 SubflowCount = Annotated[StrictInt, Field(ge=1, le=MAX_MPTCP_SUBFLOWS)]
 SubflowLimit = Annotated[StrictInt, Field(ge=0, le=MAX_MPTCP_SUBFLOWS)]
@@ -400,8 +402,8 @@ class Flow(_Model):
     delayed_ack_timeout_ps: TimePs = Field(40 * 10**9, alias="delayed_ack_timeout")
     sack: StrictBool = True
     min_rto_ps: TimePs | None = Field(None, alias="min_rto")
-    initial_cwnd_pkts: Count = Field(10, alias="initial_cwnd")
-    initial_ssthresh_pkts: Count | None = Field(None, alias="initial_ssthresh")
+    initial_cwnd_pkts: PacketCount = Field(10, alias="initial_cwnd")
+    initial_ssthresh_pkts: PacketCount | None = Field(None, alias="initial_ssthresh")
     time_wait_ps: TimePs | None = Field(None, alias="time_wait")
     timestamps: StrictBool | None = None
     variant: Literal["cmt", "smt", "smos"] | None = None

@@ -220,15 +220,21 @@ mod tests {
         reductions_seen: Vec<u64>,
         cwnd_after_first_echo: Option<f64>,
         cwnd_before_first_echo: f64,
+        /// (cwnd, ssthresh, state is CWR) after every ACK.
+        per_ack: Vec<(f64, f64, bool)>,
         delivered: u64,
         acks_with_ece: u64,
     }
 
     fn upload_with_marks(bytes: u64, ce_segs: std::ops::Range<usize>) -> Run {
-        use super::super::{AppEvent, TcpConfig, TcpConnection};
+        upload_with_marks_in(super::super::TcpConfig::default(), bytes, ce_segs)
+    }
+
+    fn upload_with_marks_in(cfg: super::super::TcpConfig, bytes: u64, ce_segs: std::ops::Range<usize>) -> Run {
+        use super::super::{AppEvent, TcpConnection};
         use mpsim_cc::CaState;
         use mpsim_core::{Addr, SimDuration, SimTime};
-        let cfg = TcpConfig { ecn: true, ..TcpConfig::default() };
+        let cfg = super::super::TcpConfig { ecn: true, ..cfg };
         let mut client = TcpConnection::connect(cfg, "reno", (Addr(1), 40000), (Addr(2), 80)).expect("reno");
         let mut server: Option<TcpConnection> = None;
         client.send(bytes);
@@ -241,6 +247,7 @@ mod tests {
             reductions_seen: vec![],
             cwnd_after_first_echo: None,
             cwnd_before_first_echo: 0.0,
+            per_ack: vec![],
             delivered: 0,
             acks_with_ece: 0,
         };
@@ -288,6 +295,8 @@ mod tests {
                         assert_eq!(client.cc().ca_state, CaState::Cwr);
                     }
                     run.reductions_seen.push(client.sf.ecn.reductions);
+                    let cc = client.cc();
+                    run.per_ack.push((cc.cwnd_pkts, cc.ssthresh_pkts, cc.ca_state == CaState::Cwr));
                 }
             } else {
                 client.handle_timeout(now);
@@ -332,5 +341,30 @@ mod tests {
         let mut marks = upload_with_marks(2_000_000, 40..400);
         marks.reductions_seen.dedup();
         assert!(marks.reductions_seen.len() > 3, "{:?}", marks.reductions_seen);
+    }
+
+    /// Linux mode spreads an ECN reduction with PRR as a loss recovery
+    /// (`tcp_enter_cwr` starts `tcp_init_cwnd_reduction`, each ACK in CWR
+    /// runs `tcp_cwnd_reduction`, and `tcp_end_cwnd_reduction` sets cwnd to
+    /// ssthresh when CWR ends): the window steps down over about one RTT
+    /// instead of halving on the echo, and ends at ssthresh.
+    #[test]
+    fn linux_mode_spreads_an_ecn_reduction_with_prr() {
+        use crate::tcp::TcpConfig;
+        use mpsim_cc::CcMode;
+        let bytes = 2_000_000;
+        let run = upload_with_marks_in(TcpConfig::for_mode(CcMode::Linux), bytes, 40..41);
+        assert_eq!(run.delivered, bytes);
+        assert_eq!(*run.reductions_seen.last().expect("acks"), 1);
+        let before = run.cwnd_before_first_echo;
+        let after = run.cwnd_after_first_echo.expect("an echo arrived");
+        assert!(after > before / 2.0 + 2.0, "not cut at once: {before} -> {after}");
+        let in_cwr: Vec<&(f64, f64, bool)> = run.per_ack.iter().filter(|a| a.2).collect();
+        assert!(in_cwr.len() >= 3, "CWR lasts several ACKs: {}", in_cwr.len());
+        let ssthresh = in_cwr[0].1;
+        assert!((ssthresh - before / 2.0).abs() <= 1.0, "{before} -> ssthresh {ssthresh}");
+        assert!(in_cwr.windows(2).all(|w| w[1].0 <= w[0].0 + 1e-9), "cwnd never grows in CWR");
+        let first_open = run.per_ack.iter().skip_while(|a| !a.2).find(|a| !a.2).expect("CWR ends");
+        assert!(first_open.0 >= ssthresh && first_open.0 <= ssthresh + 1.0, "ends at ssthresh: {first_open:?}");
     }
 }

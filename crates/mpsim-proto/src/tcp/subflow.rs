@@ -88,7 +88,7 @@ pub struct Subflow {
     rescue_done: bool,
     /// A NewReno partial ACK arrived in this recovery episode.
     partial_ack_seen: bool,
-    /// The episode's rate reduction while in SACK recovery with `cfg.prr`.
+    /// The episode's rate reduction while in SACK recovery or CWR with `cfg.prr`.
     prr: Option<Prr>,
     syn_pending: bool,
     probe_pending: bool,
@@ -664,21 +664,31 @@ impl Subflow {
     }
 
     /// RFC 3168 section 6.1.2, as Linux `tcp_enter_cwr`: an echo reduces
-    /// the window once per window of data (ssthresh from the controller,
-    /// cwnd down to it at once; Linux spreads the cut with PRR), and CWR
-    /// ends when data sent after the reduction is acknowledged
-    /// (`tcp_fastretrans_alert`).
+    /// the window once per window of data (ssthresh from the controller),
+    /// and CWR ends when data sent after the reduction is acknowledged
+    /// (`tcp_fastretrans_alert`). With PRR the cut is spread over the ACKs
+    /// of that window as Linux does (`tcp_init_cwnd_reduction`, then
+    /// `tcp_cwnd_reduction` per ACK, `tcp_end_cwnd_reduction` at the end);
+    /// without it cwnd drops to ssthresh at once (RFC 3168).
     fn on_ecn_echo(&mut self, pkt: &Packet, cc: &mut CcCtx) {
         if cc.me().ca_state == CaState::Cwr && pkt.ack > self.ecn.high_seq {
+            if self.prr.take().is_some() {
+                let ss = cc.me().ssthresh_pkts;
+                cc.me().cwnd_pkts = ss;
+            }
             cc.set_state(CaState::Open);
         }
         if !self.ecn.echoed(pkt) || !matches!(cc.me().ca_state, CaState::Open | CaState::Disorder) {
             return;
         }
         self.sync_cc(cc);
+        let prior_cwnd_pkts = cc.me().cwnd_pkts;
         let ss = self.reduce_ssthresh(cc);
+        self.prr = self.prr_enabled().then(|| Prr::new(prior_cwnd_pkts));
         let s = cc.me();
-        s.cwnd_pkts = s.cwnd_pkts.min(ss);
+        if self.prr.is_none() {
+            s.cwnd_pkts = s.cwnd_pkts.min(ss);
+        }
         s.cwnd_cnt = 0;
         self.ecn.on_reduced(self.snd_nxt);
         cc.set_state(CaState::Cwr);
@@ -833,7 +843,11 @@ impl Subflow {
         self.force_rtx = true;
         self.rescue_done = false;
         self.partial_ack_seen = false;
-        self.prr = (self.cfg.prr && self.cfg.sack).then(|| Prr::new(prior_cwnd_pkts));
+        // A reduction already under way (CWR) goes on with its counts
+        // (Linux `tcp_enter_recovery` skips `tcp_init_cwnd_reduction`).
+        if self.prr.is_none() || cc.me().ca_state != CaState::Cwr {
+            self.prr = self.prr_enabled().then(|| Prr::new(prior_cwnd_pkts));
+        }
         self.stats.fast_recoveries += 1;
         cc.set_state(CaState::Recovery);
     }
@@ -856,7 +870,11 @@ impl Subflow {
         ss
     }
 
-    /// RFC 6937 (Linux `tcp_cwnd_reduction`): the window after an ACK in recovery.
+    fn prr_enabled(&self) -> bool {
+        self.cfg.prr && self.cfg.sack
+    }
+
+    /// RFC 6937 (Linux `tcp_cwnd_reduction`): the window after an ACK in recovery or CWR.
     fn prr_on_ack(&mut self, delivered_bytes: u64, safe_ack: bool, cc: &mut CcCtx) {
         let Some(prr) = self.prr.as_mut() else { return };
         let mss = self.cfg.mss_bytes as u64;

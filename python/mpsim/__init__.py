@@ -4,7 +4,11 @@
     results = mpsim.run("scenarios/dumbbell.toml", set={"simulation.duration": "10s"})
     print(results.summary["flows"])
 
+    study = mpsim.sweep("scenarios/wifi-3g.toml", grid={"flow.ftp.cc": ["lia", "olia"]}, seeds=5)
+    print(study.ci("goodput_bps"))
+
 The public API: `load_scenario`, `Network` (a builder), `run`, `Results`,
+`sweep` and its `Study` (tables over grid points and seeds, intervals, figures),
 and the exceptions under `MpsimError`: `ScenarioError` (bad input, naming
 file, line and key), `EngineError` and its subclasses (`EngineSpecError`,
 `EngineBuildError`, `UnsupportedError`, `NoRouteError`), `ResultsError`,
@@ -30,6 +34,7 @@ from .net import Network
 from .results import Results
 from .runner import run
 from .scenario import Scenario, load_scenario
+from .sweeps import sweep
 
 __all__ = [
     "EngineBuildError",
@@ -43,9 +48,20 @@ __all__ = [
     "ResultsError",
     "Scenario",
     "ScenarioError",
+    "Study",
     "ScenarioWarning",
     "UnsupportedError",
     "__version__",
     "load_scenario",
     "run",
+    "sweep",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Study needs pandas; importing mpsim must not load it (start-up cost).
+    if name == "Study":
+        from .study import Study
+
+        return Study
+    raise AttributeError(f"module 'mpsim' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The `mpsim` command: run, validate, plot, bench.
+"""The `mpsim` command: run, sweep, validate, plot, bench.
 
 Bad input on any command is one line on stderr, `FILE:LINE: KEY: message`,
 exit status 2, no traceback and no output folder; so is an output path that
@@ -333,9 +333,9 @@ def validate_command(
 
 @app.command("plot")
 def plot_command(
-    directory: Annotated[Path, typer.Argument(help="A run folder written by `mpsim run --out`.")],
+    directory: Annotated[Path, typer.Argument(help="A run folder (`mpsim run --out`) or sweep folder (`mpsim sweep --out`).")],
 ) -> None:
-    """Write PNG plots from a run folder into it."""
+    """Write PNG plots from a run or sweep folder into it."""
     from .plot import plot_dir
 
     try:
@@ -346,6 +346,114 @@ def plot_command(
         sys.stdout.write(f"{path}\n")
     if not paths:
         sys.stderr.write(f"{directory}: nothing to plot (no time series recorded)\n")
+
+
+# ------------------------------------------------------------ sweep
+
+
+@app.command("sweep")
+def sweep_command(
+    file: Annotated[Path, typer.Argument(help="Scenario file (.toml, .yaml).")],
+    grid: Annotated[
+        list[str] | None,
+        typer.Option("--grid", help="Vary a key: --grid flow.ftp.cc=lia,olia (repeatable; the cross product runs)."),
+    ] = None,
+    seeds: Annotated[int, typer.Option("--seeds", help="Seeds per grid point.", min=1)] = 1,
+    seed_base: Annotated[int, typer.Option("--seed-base", help="The first seed.")] = 1,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Local worker processes (default: all cores).", min=1)] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Run on a Dask scheduler at ADDRESS.")] = None,
+    set_: SetOption = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the sweep tables and run folders here.")] = None,
+    traces: Annotated[bool, typer.Option("--traces", help="Record and keep each run's time series.")] = False,
+    metric: Annotated[str, typer.Option("--metric", help="The flow metric of the table printed.")] = "goodput_bps",
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+) -> None:
+    """Run a scenario over a grid of overrides and seeds; print means with 95 % intervals."""
+    from .sweeps import parse_grid, plan_sweep
+
+    _load(file, set_, quiet=quiet)  # the base scenario's errors and warnings, once
+    try:
+        plan = plan_sweep(file, parse_grid(grid or []), seeds=seeds, seed_base=seed_base, overrides=set_, traces=traces)
+    except ScenarioError as exc:
+        _fail(str(exc))
+    human = None if quiet else _console()
+    study = _run_sweep(plan, out, jobs, cluster, human)
+    if human is not None:
+        _sweep_table(study, metric, human)
+        if out is not None:
+            human.print(f"wrote {out}/sweep.parquet ({len(study.flows)} rows), sweep_subflows.parquet, runs/")
+
+
+def _run_sweep(plan: Any, out: Path | None, jobs: int | None, cluster: str | None, human: Console | None) -> Any:
+    from .study import Study
+    from .sweeps import check_sweep_dir, execute, manifest
+
+    if out is not None:
+        try:
+            check_sweep_dir(out)
+        except ResultsError as exc:
+            _fail(f"--out: {exc}")
+    bar = _SweepBar(human)
+    try:
+        summaries = execute(plan, out, jobs=jobs, cluster=cluster, progress=bar)
+    except KeyboardInterrupt:
+        kept = f"; finished runs are kept in {out}/runs: run the same command again to resume" if out else ""
+        _fail(f"interrupted{kept}", INTERRUPTED)
+    except (MpsimError, OSError) as exc:
+        _fail(str(exc), FAILED)
+    finally:
+        bar.close()
+    study = Study.from_summaries(plan.points, summaries, manifest(plan))
+    if out is not None:
+        try:
+            study.save(out)
+        except (ResultsError, OSError) as exc:
+            _fail(f"--out: {exc}", FAILED)
+    return study
+
+
+class _SweepBar:
+    """Runs done out of all, as a rich bar on a terminal."""
+
+    def __init__(self, console: Console | None) -> None:
+        self.progress: Progress | None = None
+        self.task: Any = None
+        if console is not None and console.is_terminal:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+
+            self.progress = Progress(
+                "runs", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=console, transient=True,
+            )  # fmt: skip
+            self.progress.start()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.progress is None:
+            return
+        if self.task is None:
+            self.task = self.progress.add_task("sweep", total=total)
+        self.progress.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def _sweep_table(study: Any, metric: str, console: Console) -> None:
+    from rich.table import Table
+
+    try:
+        rows = study.ci(metric)
+    except KeyError as exc:
+        _fail(f"--metric: {exc.args[0]}")
+    table = Table(title=study.title(metric), title_justify="left")
+    keys = [c for c in rows.columns if c not in ("n", "mean", "std", "ci_low", "ci_high")]
+    for column in [*keys, "runs", "mean", "95 % interval"]:
+        table.add_column(column, justify="left" if column in keys else "right")
+    for _, r in rows.iterrows():
+        interval = "-" if r["n"] < 2 else f"{r['ci_low']:.4g} - {r['ci_high']:.4g}"
+        table.add_row(*[str(r[k]) for k in keys], str(r["n"]), f"{r['mean']:.4g}", interval)
+    console.print(table)
 
 
 # ------------------------------------------------------------ bench

@@ -34,7 +34,7 @@ def parse_value(text: str) -> Any:
 
 
 def normalize(overrides: Mapping[str, Any] | Iterable[str] | None) -> list[Override]:
-    """Overrides as (dotted key, value) pairs, from a dict or `KEY=VALUE` strings."""
+    """Overrides as (dotted key, value) pairs, from a dict, `KEY=VALUE` strings or pairs."""
     if overrides is None:
         return []
     if isinstance(overrides, Mapping):
@@ -45,6 +45,9 @@ def normalize(overrides: Mapping[str, Any] | Iterable[str] | None) -> list[Overr
         overrides = [overrides]
     pairs = []
     for item in overrides:
+        if isinstance(item, tuple) and len(item) == 2:  # an already parsed (key, value)
+            pairs.append((str(item[0]), item[1]))
+            continue
         key, sep, value = str(item).partition("=")
         if not sep or not key.strip():
             raise ScenarioError("expected KEY=VALUE", key=f"--set {item}")

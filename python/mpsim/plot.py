@@ -35,12 +35,7 @@ def figure(results: Results, what: str = "flows", ax: Axes | None = None) -> Fig
     """One figure (one of FIGURES); draws into `ax` when given."""
     if what not in FIGURES:
         raise ValueError(f"unknown figure {what!r}: expected {', '.join(FIGURES)}")
-    if ax is None:
-        fig = Figure(figsize=(8, 4.5), layout="constrained")
-        FigureCanvasAgg(fig)
-        ax = fig.add_subplot()
-    else:
-        fig = ax.get_figure()
+    fig, ax = new_figure(ax)
     draw = {
         "interfaces": _interfaces, "flows": _flows, "cwnd": _cwnd, "rtt": _rtt,
         "subflow-throughput": _subflow_throughput, "rcvbuf": _rcvbuf,
@@ -51,6 +46,15 @@ def figure(results: Results, what: str = "flows", ax: Axes | None = None) -> Fig
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize="small")
     return fig
+
+
+def new_figure(ax: Axes | None = None) -> tuple[Figure, Axes]:
+    """A new Agg figure with one axes, or `ax` and its figure."""
+    if ax is not None:
+        return ax.get_figure(), ax
+    fig = Figure(figsize=(8, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig, fig.add_subplot()
 
 
 def _interfaces(results: Results, ax: Axes) -> None:
@@ -281,16 +285,24 @@ def plot_results(results: Results, directory: str | Path) -> list[Path]:
             continue
         fig = figure(results, what)
         path = directory / _FILE_NAMES[what]
-        # No "Software" stamp: the same data gives the same bytes across matplotlib versions' metadata.
-        atomic_write(path, lambda tmp, f=fig: _save_png(f, tmp))
+        save_png(fig, path)
         written.append(path)
     return written
 
 
-def _save_png(fig: Any, path: Path) -> None:
-    fig.savefig(path, format="png", dpi=100, metadata={"Software": None})
+def save_png(fig: Any, path: Path) -> None:
+    """Write `fig` to `path` atomically."""
+    # No "Software" stamp: the same data gives the same bytes across matplotlib versions' metadata.
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=100, metadata={"Software": None}))
 
 
 def plot_dir(directory: str | Path) -> list[Path]:
-    """Write PNGs from a run folder (as written by `Results.save`) into it."""
+    """Write PNGs from a run folder (as written by `Results.save`), or from a
+    sweep folder (as written by `mpsim sweep`), into it."""
+    from .sweeps import SWEEP_FILE
+
+    if (Path(directory) / SWEEP_FILE).is_file():
+        from .study import Study
+
+        return Study.from_dir(directory).plot_dir()
     return plot_results(Results.from_dir(directory), directory)

@@ -6,6 +6,8 @@ not what the engine reads), `EngineBuildError`, `UnsupportedError` or
 KeyboardInterrupt when a signal handler does (Ctrl-C).
 """
 
+from typing import Literal
+
 __version__: str
 
 class Simulation:
@@ -27,5 +29,8 @@ class Simulation:
         """The run summary as JSON (without mpsim_version)."""
     def pcaps(self) -> dict[str, bytes]:
         """`{interface: pcap file bytes}` for the interfaces of `record.pcap`."""
-    def traces(self) -> dict[str, dict[str, list[float] | list[int] | list[str]]]:
-        """`{table: {column: values}}`."""
+    def traces(
+        self,
+    ) -> dict[str, dict[str, tuple[Literal["f64", "i64"], bytes] | tuple[Literal["dict"], list[str], bytes]]]:
+        """`{table: {column: buffer}}`: `("f64" | "i64", little-endian values)`
+        or `("dict", distinct values, little-endian u32 index per row)`."""

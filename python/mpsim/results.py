@@ -278,7 +278,7 @@ def replaced_dir(path: Path) -> Iterator[Path]:
 
 
 def _check_lengths(name: str, columns: Mapping[str, Any]) -> None:
-    lengths = {len(v) for v in columns.values()}
+    lengths = {_column_length(v) for v in columns.values()}
     if len(lengths) > 1:
         raise ResultsError(f"trace table {name!r}: columns have different lengths {sorted(lengths)}")
 
@@ -321,12 +321,15 @@ def to_arrow(name: str, data: TableLike | None) -> pa.Table:
 def _table_from_columns(name: str, columns: Mapping[str, Any], schema: pa.Schema | None) -> pa.Table:
     import pyarrow as pa
 
+    columns = {column: _from_buffer(values) for column, values in columns.items()}
     _check_lengths(name, columns)
     arrays, names = [], []
     for column, values in columns.items():
         kind = schema.field(column).type if schema is not None and column in schema.names else None
         try:
-            if kind == pa.bool_():  # the engine sends flags as 0/1
+            if isinstance(values, pa.Array):
+                arrays.append(values.cast(kind) if kind is not None else values)
+            elif kind == pa.bool_():  # the engine sends flags as 0/1
                 arrays.append(pa.array(list(values)).cast(kind))
             else:
                 arrays.append(pa.array(list(values), type=kind))
@@ -334,6 +337,30 @@ def _table_from_columns(name: str, columns: Mapping[str, Any], schema: pa.Schema
             raise ResultsError(f"trace table {name!r}, column {column!r}: {exc}") from None
         names.append(column)
     return pa.table(arrays, names=names) if arrays else pa.table({})
+
+
+def _is_buffer(values: Any) -> bool:
+    return isinstance(values, tuple) and bool(values) and values[0] in ("f64", "i64", "dict")
+
+
+def _column_length(values: Any) -> int:
+    if not _is_buffer(values):
+        return len(values)
+    return len(values[2]) // 4 if values[0] == "dict" else len(values[1]) // 8
+
+
+def _from_buffer(values: Any) -> Any:
+    """An engine column buffer (`mpsim._core.Simulation.traces`) as an Arrow
+    array without a Python object per value; anything else as given."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not _is_buffer(values):
+        return values
+    if values[0] == "dict":
+        codes = pa.array(np.frombuffer(values[2], dtype="<u4"))
+        return pa.DictionaryArray.from_arrays(codes, pa.array(values[1], type=pa.string())).dictionary_decode()
+    return pa.array(np.frombuffer(values[1], dtype="<f8" if values[0] == "f64" else "<i8"))
 
 
 def _conform(name: str, table: pa.Table, schema: pa.Schema | None) -> pa.Table:

@@ -5,7 +5,7 @@ use mpsim::report_column::Column;
 use mpsim::BuildError;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyType};
+use pyo3::types::{PyBytes, PyDict, PyType};
 
 /// Events run between two checks for Ctrl-C: tens of milliseconds of work.
 const EVENTS_PER_SLICE: u64 = 1 << 20;
@@ -89,27 +89,59 @@ impl Simulation {
     fn pcaps<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         for (name, bytes) in self.inner.pcaps() {
-            out.set_item(name, pyo3::types::PyBytes::new(py, &bytes))?;
+            out.set_item(name, PyBytes::new(py, &bytes))?;
         }
         Ok(out)
     }
 
-    /// `{table: {column: list}}`.
+    /// `{table: {column: buffer}}`, each column as one of
+    /// `("f64", bytes)` or `("i64", bytes)` (little-endian values) or
+    /// `("dict", [value, ...], bytes)` (text columns: the distinct values in
+    /// order of first appearance and one little-endian u32 index per row).
+    /// Buffers, not Python lists: converting millions of Python objects
+    /// cost more than the simulation itself.
     fn traces<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let out = PyDict::new(py);
         for (name, table) in self.inner.traces() {
             let cols = PyDict::new(py);
             for (col, values) in table.columns {
                 match values {
-                    Column::F64(v) => cols.set_item(col, v)?,
-                    Column::I64(v) => cols.set_item(col, v)?,
-                    Column::Str(v) => cols.set_item(col, v)?,
+                    Column::F64(v) => cols.set_item(col, ("f64", le_bytes(py, &v, f64::to_le_bytes)))?,
+                    Column::I64(v) => cols.set_item(col, ("i64", le_bytes(py, &v, i64::to_le_bytes)))?,
+                    Column::Str(v) => {
+                        let (values, codes) = dictionary(&v);
+                        cols.set_item(col, ("dict", values, le_bytes(py, &codes, u32::to_le_bytes)))?
+                    }
                 }
             }
             out.set_item(name, cols)?;
         }
         Ok(out)
     }
+}
+
+fn le_bytes<'py, T: Copy, const N: usize>(py: Python<'py>, v: &[T], f: fn(T) -> [u8; N]) -> Bound<'py, PyBytes> {
+    let mut buf = Vec::with_capacity(v.len() * N);
+    for &x in v {
+        buf.extend_from_slice(&f(x));
+    }
+    PyBytes::new(py, &buf)
+}
+
+/// Distinct values in order of first appearance, and each row's index among them.
+fn dictionary(v: &[String]) -> (Vec<&str>, Vec<u32>) {
+    let mut index: std::collections::BTreeMap<&str, u32> = std::collections::BTreeMap::new();
+    let mut values = Vec::new();
+    let codes = v
+        .iter()
+        .map(|s| {
+            *index.entry(s.as_str()).or_insert_with(|| {
+                values.push(s.as_str());
+                (values.len() - 1) as u32
+            })
+        })
+        .collect();
+    (values, codes)
 }
 
 fn mpsim_core_time(t_ps: u64) -> mpsim::SimTime {

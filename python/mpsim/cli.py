@@ -1,4 +1,4 @@
-"""The `mpsim` command: run, sweep, validate, plot, bench.
+"""The `mpsim` command: run, sweep, reproduce, validate, plot, bench.
 
 Bad input on any command is one line on stderr, `FILE:LINE: KEY: message`,
 exit status 2, no traceback and no output folder; so is an output path that
@@ -454,6 +454,45 @@ def _sweep_table(study: Any, metric: str, console: Console) -> None:
         interval = "-" if r["n"] < 2 else f"{r['ci_low']:.4g} - {r['ci_high']:.4g}"
         table.add_row(*[str(r[k]) for k in keys], str(r["n"]), f"{r['mean']:.4g}", interval)
     console.print(table)
+
+
+# ------------------------------------------------------------ reproduce
+
+
+@app.command("reproduce")
+def reproduce_command(
+    paper: Annotated[str | None, typer.Argument(help="The paper, e.g. hijawi2016 (see --list).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Name the papers and stop.")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="Short runs, 2 seeds: a smoke test, not the result.")] = False,
+    seeds: Annotated[int | None, typer.Option("--seeds", help="Seeds per configuration (default 10).", min=1)] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="Local worker processes (default: all cores).", min=1)] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", help="Run on a Dask scheduler at ADDRESS.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default out/PAPER).")] = None,
+) -> None:
+    """Rerun a paper's experiments: figures, data, and its claims checked (claims.md, claims.json)."""
+    from .reproduce import ReproductionError, available, reproduce
+
+    if list_ or paper is None:
+        for p in available():
+            sys.stdout.write(f"{p.key:14} {p.citation}\n")
+        return
+    folder = out if out is not None else Path("out") / paper
+    human = _console()
+    try:
+        claims = reproduce(
+            paper, folder, quick=quick, seeds=seeds, jobs=jobs, cluster=cluster,
+            progress=lambda step: human.print(f"[dim]{paper}: {step}[/dim]"),
+        )  # fmt: skip
+    except ReproductionError as exc:
+        _fail(str(exc))
+    except ScenarioError as exc:
+        _fail(str(exc), FAILED)
+    except KeyboardInterrupt:
+        _fail(f"interrupted; finished runs are kept in {folder}/data: run the same command again to resume", INTERRUPTED)
+    except (MpsimError, OSError) as exc:
+        _fail(str(exc), FAILED)
+    agree = sum(1 for c in claims if c.agrees is True)
+    human.print(f"{paper}: {agree} of {len(claims)} claims agree; see {folder}/claims.md")
 
 
 # ------------------------------------------------------------ bench

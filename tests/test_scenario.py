@@ -188,7 +188,7 @@ def test_missing_key_points_at_its_table(tmp_path):
         (('between = ["a", "b"]', 'between = ["a"]'), "link[0].between", "expected two node names"),
         (('server = "b"', 'server = "b"\ncc = "lia"'), "flow[0].cc", "'lia' is not available for tcp"),
         (('server = "b"', 'server = "b"\nsizes = []\napp = "http"'), "flow[0].sizes", "at least one size"),
-        (('server = "b"', 'server = "b"\napp = "http"'), "flow[0].sizes", "app 'http' needs key 'sizes'"),
+        (('server = "b"', 'server = "b"\napp = "http"'), "flow[0].sizes", "app 'http' needs one of 'sizes' and 'size_distribution'"),
         (('server = "b"', 'server = "b"\nrate = "1Mbps"'), "flow[0].rate", "applies only to app = 'cbr'"),
         (('server = "b"', 'server = "b"\napp = "cbr"\nrate = "1Mbps"'), "flow[0].transport", "needs transport = 'udp'"),
         (('server = "b"', 'server = "b"\ntransport = "udp"'), "flow[0].app", "carries only app = 'cbr'"),

@@ -31,6 +31,8 @@ from .scenario import (
     Scenario,
 )
 
+from .workloads import CdfError, load_bandwidth_bps, load_cdf
+
 Problem = tuple[Loc, str]
 VEGAS_DEFAULTS = {"alpha": 2.0, "beta": 4.0}  # Linux tcp_vegas.c, the engine's defaults
 Trace = list[list[int]]
@@ -38,7 +40,8 @@ Trace = list[list[int]]
 APP_KEYS: dict[str, set[str]] = {
     "download": {"size"},
     "upload": {"size"},
-    "http": {"sizes", "repeat", "gap", "new_connection", "request_size"},
+    "http": {"sizes", "repeat", "gap", "new_connection", "request_size", "size_distribution", "think", "arrivals",
+             "arrival_rate", "load", "load_link"},
     "cbr": {"rate", "packet"},
     "onoff": {"on", "off", "on_app"},
     "video": {"bitrate", "chunk"},
@@ -471,7 +474,9 @@ class _Checker:
             self.add(("flow", i, "transport"), f"app 'cbr' needs transport = 'udp', not '{flow.transport}'")
         if flow.transport == "udp" and not cbr:
             self.add(("flow", i, "app"), "transport 'udp' carries only app = 'cbr' (or 'onoff' with on_app = 'cbr')")
-        needs = {"http": ["sizes"], "cbr": ["rate"], "onoff": ["on", "off"]}.get(flow.app, [])
+        needs = {"cbr": ["rate"], "onoff": ["on", "off"]}.get(flow.app, [])
+        if flow.app == "http":
+            self._check_workload(i, flow)
         if flow.app == "onoff" and cbr:
             needs = needs + ["rate"]
         keys = flow.keys_set()
@@ -486,6 +491,47 @@ class _Checker:
                     self.add(("flow", i, "sizes", j), "request size must be positive")
         if flow.size_bytes == 0:
             self.add(("flow", i, "size"), "size must be positive (omit it to run until the end)")
+
+    def _check_workload(self, i: int, flow: Flow) -> None:
+        """Sizes from a list or a distribution; keys of the closed or the open loop."""
+        keys = flow.keys_set()
+        if ("sizes" in keys) == ("size_distribution" in keys):
+            which = "both" if "sizes" in keys else "neither"
+            self.add(("flow", i, "sizes"), f"app 'http' needs one of 'sizes' and 'size_distribution' (here {which})")
+        dist = flow.size_distribution
+        if dist is not None and dist.kind == "empirical" and dist.file is not None:
+            self._load_cdf(("flow", i, "size_distribution", "file"), dist.file)
+        open_loop = flow.arrivals == "poisson"
+        for key in ("gap", "think", "new_connection"):
+            if open_loop and key in keys:
+                self.add(("flow", i, key), f"key '{key}' applies to arrivals = 'closed' (each open-loop request has its own connection)")
+        for key in ("arrival_rate", "load", "load_link"):
+            if not open_loop and key in keys:
+                self.add(("flow", i, key), f"key '{key}' applies only to arrivals = 'poisson'")
+        if open_loop:
+            self._check_load(i, flow, keys)
+
+    def _check_load(self, i: int, flow: Flow, keys: set[str]) -> None:
+        if ("arrival_rate" in keys) == ("load" in keys):
+            self.add(("flow", i, "arrivals"), "arrivals = 'poisson' needs one of 'arrival_rate' (per second) and 'load'")
+        if "load_link" in keys and "load" not in keys:
+            self.add(("flow", i, "load_link"), "key 'load_link' applies with 'load'")
+        if flow.load is None:
+            return
+        if flow.load_link is not None and flow.load_link not in self.links:
+            self.add(("flow", i, "load_link"), f"unknown link '{flow.load_link}'")
+            return
+        name, bandwidth = load_bandwidth_bps(flow, self.sc)
+        if bandwidth is None:
+            self.add(("flow", i, "load"), f"link '{name}' has no fixed bandwidth: give 'arrival_rate' instead of 'load'")
+
+    def _load_cdf(self, loc: Loc, shown: str) -> None:
+        if shown in self.traces:
+            return
+        try:
+            self.traces[shown] = load_cdf(self.base_dir / shown, shown)  # type: ignore[assignment]
+        except CdfError as exc:
+            self.add(loc, str(exc))
 
     def _check_cc(self, i: int, flow: Flow) -> None:
         if flow.transport == "udp":

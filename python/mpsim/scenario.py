@@ -363,6 +363,45 @@ class Link(_QdiscKeys):
         }
 
 
+class SizeDistribution(_Model):
+    """`size_distribution = {...}` of an http flow: response sizes drawn per request."""
+
+    kind: Literal["uniform", "exponential", "pareto", "empirical"]
+    min_bytes: PositiveSizeBytes | None = Field(None, alias="min")
+    max_bytes: PositiveSizeBytes | None = Field(None, alias="max")
+    mean_bytes: PositiveSizeBytes | None = Field(None, alias="mean")
+    scale_bytes: PositiveSizeBytes | None = Field(None, alias="scale")
+    shape: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    file: str | None = None
+    # Drawn sizes above this are cut to it (a heavy tail's longest responses).
+    cap_bytes: PositiveSizeBytes | None = Field(None, alias="cap")
+
+    @model_validator(mode="after")
+    def _keys_of_kind(self) -> SizeDistribution:
+        needs = {"uniform": {"min", "max"}, "exponential": {"mean"}, "pareto": {"shape"}, "empirical": {"file"}}[self.kind]
+        allowed = needs | {"kind", "cap"} | ({"mean", "scale"} if self.kind == "pareto" else set())
+        given = {type(self).model_fields[n].alias or n for n in self.model_fields_set}
+        for key in sorted(needs - given):
+            raise ValueError(f"kind '{self.kind}' needs key '{key}'")
+        for key in sorted(given - allowed):
+            raise ValueError(f"key '{key}' does not apply to kind '{self.kind}'")
+        if self.kind == "pareto":
+            if (self.mean_bytes is None) == (self.scale_bytes is None):
+                raise ValueError("kind 'pareto' needs exactly one of 'mean' and 'scale'")
+            if self.mean_bytes is not None and (self.shape or 0) <= 1:
+                raise ValueError(f"a pareto with shape {self.shape} <= 1 has no mean: give 'scale'")
+        if self.kind == "uniform" and self.min_bytes is not None and self.max_bytes is not None and self.min_bytes > self.max_bytes:
+            raise ValueError(f"min ({self.min_bytes}) is above max ({self.max_bytes})")
+        return self
+
+    @property
+    def pareto_scale_bytes(self) -> float:
+        if self.scale_bytes is not None:
+            return float(self.scale_bytes)
+        shape = float(self.shape or 0)
+        return float(self.mean_bytes or 0) * (shape - 1) / shape
+
+
 class Handover(_Model):
     """`handover = { after_down = "30s" }`: reconnect through another interface."""
 
@@ -413,6 +452,12 @@ class Flow(_Model):
     gap_ps: TimePs | None = Field(None, alias="gap")
     new_connection: StrictBool | None = None
     request_size_bytes: PositiveSizeBytes | None = Field(None, alias="request_size")
+    size_distribution: SizeDistribution | None = None
+    think: Literal["fixed", "exponential"] | None = None
+    arrivals: Literal["closed", "poisson"] | None = None
+    arrival_rate: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    load: Annotated[float, Field(gt=0.0, allow_inf_nan=False)] | None = None
+    load_link: Name | None = None
     rate_bps: RateBps | None = Field(None, alias="rate")
     packet_bytes: PositiveSizeBytes | None = Field(None, alias="packet")
     on_ps: PositiveTimePs | None = Field(None, alias="on")

@@ -25,8 +25,10 @@ from .scenario import (
     Flow,
     Link,
     Scenario,
+    SizeDistribution,
     qdisc_spec,
 )
+from .workloads import arrival_rate_per_s
 
 HTTP_DEFAULT_REQUEST_BYTES = 100
 CBR_DEFAULT_PACKET_BYTES = 1500
@@ -46,7 +48,7 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
         "header_bytes": sim.header_bytes,
         "nodes": [{"name": n.name, "kind": n.kind} for n in scenario.nodes],
         "links": [_link_spec(link, traces) for link in scenario.links],
-        "flows": [_flow_spec(flow, scenario) for flow in scenario.flows],
+        "flows": [_flow_spec(flow, scenario, traces) for flow in scenario.flows],
         "record": {
             "interfaces": scenario.record.interfaces,
             "subflows": scenario.record.subflows,
@@ -98,14 +100,14 @@ def _direction_spec(link: Link, which: str, traces: dict[str, list[list[int]]]) 
     return spec
 
 
-def _flow_spec(flow: Flow, scenario: Scenario) -> dict[str, Any]:
+def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[str, Any]:
     sim = scenario.simulation
     spec: dict[str, Any] = {
         "name": flow.name,
         "transport": flow.transport,
         "client": flow.client,
         "server": flow.server,
-        "app": app_spec(flow),
+        "app": app_spec(flow, scenario, files),
         "start_ps": flow.start_ps,
         "stop_ps": flow.stop_ps,
         "cc": flow.effective_cc,
@@ -165,19 +167,13 @@ def _or(value: int | None, default: int) -> int:
     return default if value is None else value  # 0 is a value, not a missing one
 
 
-def app_spec(flow: Flow) -> dict[str, Any]:
-    """The `app` object of one flow, defaults filled."""
+def app_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[str, Any]:
+    """The `app` object of one flow, defaults filled; `files` holds what the
+    scenario's files gave (an empirical size CDF by its path)."""
     if flow.app in ("download", "upload"):
         return {"kind": flow.app, "size_bytes": flow.size_bytes}
     if flow.app == "http":
-        return {
-            "kind": "http",
-            "sizes_bytes": list(flow.sizes_bytes or []),
-            "repeat": flow.repeat if flow.repeat is not None else 1,
-            "gap_ps": flow.gap_ps if flow.gap_ps is not None else 0,
-            "new_connection": flow.new_connection if flow.new_connection is not None else True,
-            "request_bytes": flow.request_size_bytes or HTTP_DEFAULT_REQUEST_BYTES,
-        }
+        return _http_spec(flow, scenario, files)
     if flow.app == "cbr":
         return _cbr_spec(flow)
     if flow.app == "onoff":
@@ -189,6 +185,41 @@ def app_spec(flow: Flow) -> dict[str, Any]:
         "bitrate_bps": flow.bitrate_bps if flow.bitrate_bps is not None else VIDEO_DEFAULT_BITRATE_BPS,
         "chunk_ps": flow.chunk_ps if flow.chunk_ps is not None else VIDEO_DEFAULT_CHUNK_PS,
     }
+
+
+def _http_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[str, Any]:
+    dist = flow.size_distribution
+    cdf = files.get(dist.file) if dist is not None and dist.file is not None else None
+    spec: dict[str, Any] = {
+        "kind": "http",
+        "sizes_bytes": list(flow.sizes_bytes or []),
+        "repeat": flow.repeat if flow.repeat is not None else 1,
+        "gap_ps": flow.gap_ps if flow.gap_ps is not None else 0,
+        "new_connection": flow.new_connection if flow.new_connection is not None else True,
+        "request_bytes": flow.request_size_bytes or HTTP_DEFAULT_REQUEST_BYTES,
+    }
+    if dist is not None:
+        spec["size_distribution"] = _size_dist_spec(dist, cdf)
+        spec["max_size_bytes"] = dist.cap_bytes
+        spec["requests"] = flow.repeat  # None: until the flow stops
+    if flow.think is not None:
+        spec["think"] = flow.think
+    if flow.arrivals == "poisson":
+        spec["arrival_rate_per_s"] = arrival_rate_per_s(flow, scenario, cdf)
+        spec["requests"] = flow.repeat if dist is not None or flow.repeat is not None else None
+        if dist is None and flow.repeat is not None:
+            spec["requests"] = len(flow.sizes_bytes or [1]) * flow.repeat
+    return spec
+
+
+def _size_dist_spec(dist: SizeDistribution, cdf: Any) -> dict[str, Any]:
+    if dist.kind == "uniform":
+        return {"kind": "uniform", "min_bytes": dist.min_bytes, "max_bytes": dist.max_bytes}
+    if dist.kind == "exponential":
+        return {"kind": "exponential", "mean_bytes": float(dist.mean_bytes or 0)}
+    if dist.kind == "pareto":
+        return {"kind": "pareto", "scale_bytes": dist.pareto_scale_bytes, "shape": float(dist.shape or 0)}
+    return {"kind": "empirical", "points": [[size, prob] for size, prob in cdf or []]}
 
 
 def _cbr_spec(flow: Flow) -> dict[str, Any]:

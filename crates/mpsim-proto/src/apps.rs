@@ -3,6 +3,8 @@
 //! record a request). The engine owns the connections and carries the
 //! commands out, so the same application runs over TCP or MPTCP.
 
+use crate::workload::{SizeDist, Think};
+use mpsim_core::rng::SimRng;
 use mpsim_core::{SimDuration, SimTime};
 
 /// Which end of a connection.
@@ -126,12 +128,16 @@ impl App for Bulk {
 
 /// Short flows: request/response exchanges (spec: `app = "http"`).
 pub struct Http {
-    sizes_bytes: Vec<u64>,
+    sizes: SizeDist,
+    max_bytes: Option<u64>,
     total: u32,
-    gap: SimDuration,
+    think: Think,
     new_connection: bool,
     request_bytes: u64,
+    rng: SimRng,
     index: u32,
+    /// The response size of the request under way.
+    size_bytes: u64,
     conn: u32,
     start: SimTime,
     request_received: u64,
@@ -143,15 +149,35 @@ pub struct Http {
 const TAG_NEXT_REQUEST: u32 = 1;
 
 impl Http {
+    /// The listed sizes in turn, `repeat` times, a fixed `gap` between a
+    /// response and the next request.
     pub fn new(sizes_bytes: Vec<u64>, repeat: u32, gap: SimDuration, new_connection: bool, request_bytes: u64) -> Self {
         let total = sizes_bytes.len() as u32 * repeat.max(1);
+        let sizes = if sizes_bytes.is_empty() { SizeDist::List(vec![1]) } else { SizeDist::List(sizes_bytes) };
+        Self::closed_loop(sizes, None, total, Think::Fixed(gap), new_connection, request_bytes, SimRng::new(0, 0))
+    }
+
+    /// `total` requests with sizes from `sizes` (capped at `max_bytes`) and
+    /// think times from `think`, drawn from `rng`.
+    pub fn closed_loop(
+        sizes: SizeDist,
+        max_bytes: Option<u64>,
+        total: u32,
+        think: Think,
+        new_connection: bool,
+        request_bytes: u64,
+        rng: SimRng,
+    ) -> Self {
         Http {
-            sizes_bytes,
+            sizes,
+            max_bytes,
             total,
-            gap,
+            think,
             new_connection,
             request_bytes: request_bytes.max(1),
+            rng,
             index: 0,
+            size_bytes: 0,
             conn: 0,
             start: SimTime::ZERO,
             request_received: 0,
@@ -162,11 +188,12 @@ impl Http {
     }
 
     fn size(&self) -> u64 {
-        self.sizes_bytes[self.index as usize % self.sizes_bytes.len()]
+        self.size_bytes
     }
 
     fn begin(&mut self, now: SimTime, out: &mut Vec<AppCmd>) {
         self.start = now;
+        self.size_bytes = self.sizes.draw(self.index, self.max_bytes, &mut self.rng);
         self.request_received = 0;
         self.response_delivered = 0;
         if self.new_connection || !self.connected {
@@ -192,7 +219,7 @@ impl Http {
                 out.push(AppCmd::Close { conn: self.conn, side: Side::Client });
             }
         } else if !self.stopped {
-            out.push(AppCmd::Timer { at: now + self.gap, tag: TAG_NEXT_REQUEST });
+            out.push(AppCmd::Timer { at: now + self.think.draw(&mut self.rng), tag: TAG_NEXT_REQUEST });
         }
     }
 }

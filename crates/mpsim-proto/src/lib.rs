@@ -6,6 +6,7 @@
 pub mod apps;
 pub mod mptcp;
 pub mod tcp;
+pub mod workload;
 
 pub use mptcp::{
     LocalAddr, MptcpConfig, MptcpConnection, MptcpEvent, PathManagerKind, SchedulerKind, ADD_ADDR_RETRANS_MAX,

@@ -38,6 +38,8 @@ fn invalid(msg: String) -> BuildError {
 const STREAM_LINK_DIR: u64 = 1 << 32;
 /// Stream of a flow's random start offset (one draw per flow).
 const STREAM_FLOW_START: u64 = 3 << 32;
+/// A flow's application draws (request sizes, think times, arrivals).
+const STREAM_FLOW_APP: u64 = 4 << 32;
 
 /// The offset of flow `i`'s start, uniform in [0, jitter_ps], from its own
 /// stream: htsim's habit of starting flows up to 50 ms apart, made seeded.
@@ -352,7 +354,7 @@ impl Simulation {
             ecn: f.ecn,
             ..defaults
         };
-        let (app, receiver) = make_app(&f.app);
+        let (app, receiver) = make_app(&f.app, &SimRng::new(spec.seed, STREAM_FLOW_APP + i as u64));
         // The dynamic range: no Wireshark dissector claims these ports.
         let port = (49152 + i % 16384) as u16;
         let start_ps = f.start_ps.saturating_add(start_offset_ps(spec.seed, i, f.start_jitter_ps));

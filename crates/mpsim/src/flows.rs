@@ -4,9 +4,10 @@
 
 use crate::endpoint::{ClosedPath, EpKind, RecoveryCounters};
 use crate::sim::{demux_key, Ev, Simulation};
-use crate::spec::{AppSpec, FlowSpec, TransportSpec};
-use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
+use crate::spec::{AppSpec, FlowSpec, SizeDistSpec, ThinkSpec, TransportSpec};
+use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimRng, SimTime};
 use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
+use mpsim_proto::workload::{PoissonRequests, SizeDist, Think};
 use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManagerKind, SchedulerKind, TcpConfig, TcpConnection};
 
 /// Ports reserved per MPTCP connection: the first for the initial
@@ -107,24 +108,65 @@ impl Flow {
     }
 }
 
-/// Builds the application of a flow and the side that receives its data.
-pub(crate) fn make_app(app: &AppSpec) -> (Box<dyn App>, Side) {
+/// Builds the application of a flow and the side that receives its data;
+/// `rng` is the flow's own stream for the application's draws.
+pub(crate) fn make_app(app: &AppSpec, rng: &SimRng) -> (Box<dyn App>, Side) {
     match app {
         AppSpec::Download { size_bytes } => (Box::new(Bulk::download(*size_bytes)), Side::Client),
         AppSpec::Upload { size_bytes } => (Box::new(Bulk::upload(*size_bytes)), Side::Server),
-        AppSpec::Http { sizes_bytes, repeat, gap_ps, new_connection, request_bytes } => (
-            Box::new(Http::new(sizes_bytes.clone(), *repeat, SimDuration(*gap_ps), *new_connection, *request_bytes)),
-            Side::Client,
-        ),
+        AppSpec::Http { .. } => (make_http(app, rng), Side::Client),
         AppSpec::Cbr { rate_bps, packet_bytes } => (Box::new(Cbr::new(*rate_bps, *packet_bytes)), Side::Server),
         AppSpec::Video { bitrate_bps, chunk_ps } => (Box::new(Video::new(*bitrate_bps, SimDuration(*chunk_ps))), Side::Client),
         AppSpec::Onoff { on_ps, off_ps, inner } => {
-            let (inner_app, receiver) = make_app(inner);
+            let (inner_app, receiver) = make_app(inner, rng);
             let bulk = matches!(**inner, AppSpec::Download { .. } | AppSpec::Upload { .. });
             let sender = if receiver == Side::Client { Side::Server } else { Side::Client };
             (Box::new(OnOff::new(inner_app, SimDuration(*on_ps), SimDuration(*off_ps), bulk, sender)), receiver)
         }
     }
+}
+
+fn make_http(app: &AppSpec, rng: &SimRng) -> Box<dyn App> {
+    let AppSpec::Http {
+        sizes_bytes,
+        repeat,
+        gap_ps,
+        new_connection,
+        request_bytes,
+        size_distribution,
+        max_size_bytes,
+        requests,
+        think,
+        arrival_rate_per_s,
+    } = app
+    else {
+        unreachable!("an http app")
+    };
+    let sizes = match size_distribution {
+        None => SizeDist::List(if sizes_bytes.is_empty() { vec![1] } else { sizes_bytes.clone() }),
+        Some(SizeDistSpec::Uniform { min_bytes, max_bytes }) => {
+            SizeDist::Uniform { min_bytes: *min_bytes, max_bytes: *max_bytes }
+        }
+        Some(SizeDistSpec::Exponential { mean_bytes }) => SizeDist::Exponential { mean_bytes: *mean_bytes },
+        Some(SizeDistSpec::Pareto { scale_bytes, shape }) => SizeDist::Pareto { scale_bytes: *scale_bytes, shape: *shape },
+        Some(SizeDistSpec::Empirical { points }) => SizeDist::Empirical { points: points.clone() },
+    };
+    // A list runs `repeat` times through; a distribution `requests` times, or without end.
+    let total = match (size_distribution, requests) {
+        (_, Some(n)) => Some(*n),
+        (None, None) if arrival_rate_per_s.is_none() => Some(sizes_bytes.len().max(1) as u32 * (*repeat).max(1)),
+        _ => None,
+    };
+    if let Some(rate) = arrival_rate_per_s {
+        return Box::new(PoissonRequests::new(sizes, *max_size_bytes, *rate, total, *request_bytes, rng.clone()));
+    }
+    let gap = SimDuration(*gap_ps);
+    let think = match think {
+        ThinkSpec::Fixed => Think::Fixed(gap),
+        ThinkSpec::Exponential => Think::Exponential { mean: gap },
+    };
+    let total = total.unwrap_or(u32::MAX);
+    Box::new(Http::closed_loop(sizes, *max_size_bytes, total, think, *new_connection, *request_bytes, rng.clone()))
 }
 
 impl Simulation {

@@ -193,12 +193,77 @@ pub struct LinkSpec {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum AppSpec {
-    Download { size_bytes: Option<u64> },
-    Upload { size_bytes: Option<u64> },
-    Http { sizes_bytes: Vec<u64>, repeat: u32, gap_ps: u64, new_connection: bool, request_bytes: u64 },
-    Cbr { rate_bps: u64, packet_bytes: u32 },
-    Onoff { on_ps: u64, off_ps: u64, inner: Box<AppSpec> },
-    Video { bitrate_bps: u64, chunk_ps: u64 },
+    Download {
+        size_bytes: Option<u64>,
+    },
+    Upload {
+        size_bytes: Option<u64>,
+    },
+    Http {
+        sizes_bytes: Vec<u64>,
+        repeat: u32,
+        gap_ps: u64,
+        new_connection: bool,
+        request_bytes: u64,
+        /// Response sizes drawn from a distribution instead of `sizes_bytes`.
+        #[serde(default)]
+        size_distribution: Option<SizeDistSpec>,
+        /// A cap on drawn sizes (heavy tails).
+        #[serde(default)]
+        max_size_bytes: Option<u64>,
+        /// With a distribution or open-loop arrivals: how many requests
+        /// (None: until the flow stops or the run ends).
+        #[serde(default)]
+        requests: Option<u32>,
+        /// `gap_ps` as a fixed wait or the mean of exponential ones.
+        #[serde(default)]
+        think: ThinkSpec,
+        /// Open loop: Poisson arrivals at this rate, one connection each.
+        #[serde(default)]
+        arrival_rate_per_s: Option<f64>,
+    },
+    Cbr {
+        rate_bps: u64,
+        packet_bytes: u32,
+    },
+    Onoff {
+        on_ps: u64,
+        off_ps: u64,
+        inner: Box<AppSpec>,
+    },
+    Video {
+        bitrate_bps: u64,
+        chunk_ps: u64,
+    },
+}
+
+/// A request-size distribution (mpsim_proto::workload::SizeDist).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum SizeDistSpec {
+    Uniform {
+        min_bytes: u64,
+        max_bytes: u64,
+    },
+    Exponential {
+        mean_bytes: f64,
+    },
+    Pareto {
+        scale_bytes: f64,
+        shape: f64,
+    },
+    /// (size, cumulative probability) points.
+    Empirical {
+        points: Vec<(u64, f64)>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkSpec {
+    #[default]
+    Fixed,
+    Exponential,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]

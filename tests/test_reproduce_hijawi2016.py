@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from mpsim import reproduce as rp
 from mpsim import sweeps
 from mpsim.reproductions import hijawi2016 as hj

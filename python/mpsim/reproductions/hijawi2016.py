@@ -162,10 +162,11 @@ EXPERIMENTS = (
     Experiment("fig3-tcp", "heavy.toml", TCP_OVER["wifi"]),
     Experiment("fig3-mptcp", "heavy.toml"),
     Experiment(
-        "fig4-subflows", "normal.toml",
+        "fig4-subflows",
+        "normal.toml",
         {"flow.ftp.client_interfaces": ["wifi"], "flow.ftp.path_manager": "ndiffports"},
         {"flow.ftp.subflows": [1, 2]},
-    ),  # fmt: skip
+    ),
     Experiment("fig5-tcp", "handover-tcp.toml"),
     Experiment("fig5-mptcp", "handover-mptcp.toml"),
     Experiment("fig6-cc", "normal.toml", grid={"flow.ftp.cc": list(CONTROLLERS)}),
@@ -341,14 +342,18 @@ def claims_fig2(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     ratio = m / (w + g)
     sum_mean, _ = mean_ci(list(ratio))
     dips = blocks(mptcp)
-    dip_rows = [t for t in dips.index if any(tl.s(d) < t <= tl.s(d + THREE_G_DROP_LENGTH_S) + 1e-9 for d in THREE_G_DROPS_S)]
+    dip_rows = [
+        t for t in dips.index
+        if any(tl.s(d) < t <= tl.s(d + THREE_G_DROP_LENGTH_S) + 1e-9 for d in THREE_G_DROPS_S)
+    ]  # fmt: skip
     dip_ratio = dips.loc[dip_rows].mean() / dips.median() if dip_rows else pd.Series(dtype=float)
     dip_mean, dip_half = mean_ci(list(dip_ratio)) if dip_rows else (float("nan"), float("nan"))
     cv_w, cv_g = variation(wifi), variation(three_g)
     lia_ratio = window(runs["fig6-cc"].goodput(config="lia"), 0, tl.end_s) / (w + g)
     return [
         Claim(
-            "fig2-mptcp-sum", "MPTCP throughput over WiFi and 3G is almost the sum of each path's throughput",
+            "fig2-mptcp-sum",
+            "MPTCP throughput over WiFi and 3G is almost the sum of each path's throughput",
             "Fig. 2: MPTCP about TCP-WiFi + TCP-3G, sometimes less (shared Internet link)",
             f"MPTCP {kbs(m)}; TCP WiFi {kbs(w)} + TCP 3G {kbs(g)}; MPTCP / sum {fmt_ci(list(ratio))}",
             bool(sum_mean >= ALMOST_SUM_FRAC),
@@ -357,16 +362,18 @@ def claims_fig2(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
             "controller for this experiment. The verdict depends on that choice: with LIA (the Fig. 6 runs) "
             f"MPTCP / sum is {fmt_ci(list(lia_ratio))}, as LIA holds the lossy WiFi subflow back while the 3G "
             "subflow keeps a large window over its deep buffer (docs/reproductions/hijawi2016.md).",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig2-mptcp-beats-tcp", "MPTCP outperforms regular TCP over WiFi or over 3G (abstract, section 4.1)",
+            "fig2-mptcp-beats-tcp",
+            "MPTCP outperforms regular TCP over WiFi or over 3G (abstract, section 4.1)",
             "Fig. 2: the MPTCP curve above both TCP curves",
             f"MPTCP - TCP WiFi {kbs(m - w)}; MPTCP - TCP 3G {kbs(m - g)}",
             clearly_above(m - w) and clearly_above(m - g),
             "Agrees when both paired differences and their 95 % intervals are above zero.",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig2-3g-less-stable", "The 3G link is less stable than the WiFi link",
+            "fig2-3g-less-stable",
+            "The 3G link is less stable than the WiFi link",
             "Fig. 2: the 3G curve varies more than the WiFi curve",
             f"coefficient of variation of the 10-s averages: TCP 3G {fmt_ci(list(cv_g))}, "
             f"TCP WiFi {fmt_ci(list(cv_w))}",
@@ -374,16 +381,17 @@ def claims_fig2(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
             "By construction rather than a finding: the 3G capacity trace varies (an input of the model, from "
             "this very statement of the paper), the WiFi capacity does not; WiFi varies only through its "
             "random loss.",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig2-mptcp-dips", "3G instability shows in MPTCP's throughput at 150, 300 and 550 s",
+            "fig2-mptcp-dips",
+            "3G instability shows in MPTCP's throughput at 150, 300 and 550 s",
             "Fig. 2: 'odd behaviour at 150, 300 and 550 s'",
             f"MPTCP's 10-s averages in those windows / its median 10-s average: {dip_mean:.2f} +- {dip_half:.2f}",
             bool(dip_rows) and bool(dip_mean + dip_half < 1.0),
             "The three 3G capacity drops are placed at these times in the trace from the paper's text, so this "
             "checks only that MPTCP's total shows them (the WiFi subflow does not fill the gap at once). "
             "Agrees when the ratio and its 95 % interval are below 1.",
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -406,43 +414,54 @@ def claims_fig3(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     vr_mean, _ = mean_ci(list(video_ratio))
     return [
         Claim(
-            "fig3-mptcp-higher", "With a competing video on WiFi, the file gets better throughput with MPTCP",
+            "fig3-mptcp-higher",
+            "With a competing video on WiFi, the file gets better throughput with MPTCP",
             "Fig. 3: MPTCP 170 KB/s, TCP 60 KB/s after the video starts",
             f"{after}: MPTCP {kbs(mptcp)}, TCP {kbs(tcp)}; difference {kbs(mptcp - tcp)}",
             clearly_above(mptcp - tcp),
             "MPTCP keeps the whole 3G path; TCP (the laptop's default route, WiFi) shares WiFi with the video.",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig3-tcp-60", "Standard TCP drops to 60 KB/s when the video starts", "60 KB/s",
-            f"{kbs(tcp)} ({after})", near(tcp / (8 * KB), 60.0),
+            "fig3-tcp-60",
+            "Standard TCP drops to 60 KB/s when the video starts",
+            "60 KB/s",
+            f"{kbs(tcp)} ({after})",
+            near(tcp / (8 * KB), 60.0),
             f"Agrees within {TOLERANCE_FRAC:.0%}. Our TCP download and the video share the 4 Mbps WiFi by TCP's "
             "rules (cubic against cubic, shorter RTT to the video cache); the paper's 60 KB/s means the video "
             "took about 88 % of the link, which a YouTube player with several connections, or a browser's other "
             "traffic, could do; the paper does not say, and we model one video connection." + ratio_text,
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig3-mptcp-170", "MPTCP drops to 170 KB/s when the video starts", "170 KB/s",
-            f"{kbs(mptcp)} ({after})", near(mptcp / (8 * KB), 170.0),
+            "fig3-mptcp-170",
+            "MPTCP drops to 170 KB/s when the video starts",
+            "170 KB/s",
+            f"{kbs(mptcp)} ({after})",
+            near(mptcp / (8 * KB), 170.0),
             f"Agrees within {TOLERANCE_FRAC:.0%}. Our 3G path alone carries about 3 Mbps (the trace's mean, "
             "from the paper's 4 Mbps interface speed); the paper's 170 KB/s (1.4 Mbps) total means its 3G "
             "delivered much less than 4 Mbps at that time, which the paper does not report." + ratio_text,
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig3-3g-all-ftp", "The whole capacity of the 3G interface is used for the FTP download",
+            "fig3-3g-all-ftp",
+            "The whole capacity of the 3G interface is used for the FTP download",
             "section 4.2 (text)",
             f"3G interface received / 3G capacity {after}: {fmt_ci(list(use))}",
             bool(use_mean >= ALMOST_SUM_FRAC),
             f"Agrees when the 3G interface (ifstat's view, headers included) receives at least "
             f"{ALMOST_SUM_FRAC:.0%} of the trace's capacity over the window.",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig3-wifi-shared", "The WiFi is shared between the FTP download and the video", "section 4.2 (text)",
+            "fig3-wifi-shared",
+            "The WiFi is shared between the FTP download and the video",
+            "section 4.2 (text)",
             f"{after}: FTP's WiFi subflow {kbs(wifi_sub)}, video {kbs(video_mptcp)}",
             clearly_above(wifi_sub) and clearly_above(video_mptcp),
             "Agrees when both carry data (mean and 95 % interval above zero).",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig3-tcp-unharmed", "MPTCP does so without affecting standard TCP at the bottleneck (the video)",
+            "fig3-tcp-unharmed",
+            "MPTCP does so without affecting standard TCP at the bottleneck (the video)",
             "section 4.2: 'without affecting the behavior of standard TCP at congestion bottlenecks'",
             f"video goodput {after}: with MPTCP {kbs(video_mptcp)}, with TCP {kbs(video_tcp)}; "
             f"ratio {fmt_ci(list(video_ratio))}",
@@ -450,13 +469,16 @@ def claims_fig3(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
             f"Agrees when the video gets at least {ALMOST_SUM_FRAC:.0%} of what it gets against a regular TCP "
             "download. The MPTCP subflows run uncoupled cubic here (the kernel default), so the WiFi subflow "
             "competes with the video as one TCP would.",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig3-unsteady-early", "Before 150 s MPTCP's throughput is not steady because of the shared link",
-            "Fig. 3, section 4.2", "not measured", None,
+            "fig3-unsteady-early",
+            "Before 150 s MPTCP's throughput is not steady because of the shared link",
+            "Fig. 3, section 4.2",
+            "not measured",
+            None,
             "Cannot be checked: the paper attributes it to its testbed's link to the Internet, shared with "
             "unknown other traffic, which the model does not have.",
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -466,19 +488,25 @@ def claims_fig4(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     gain = two - one
     return [
         Claim(
-            "fig4-two-subflows-better", "Two subflows over one WiFi interface give more throughput than one",
-            "Fig. 4", f"1 subflow {kbs(one)}, 2 subflows {kbs(two)}; gain {kbs(gain)}", clearly_above(gain),
+            "fig4-two-subflows-better",
+            "Two subflows over one WiFi interface give more throughput than one",
+            "Fig. 4",
+            f"1 subflow {kbs(one)}, 2 subflows {kbs(two)}; gain {kbs(gain)}",
+            clearly_above(gain),
             "ndiffports, uncoupled cubic per subflow (the kernel default): two subflows behave as two TCP "
             "connections and recover from WiFi's random losses faster than one.",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig4-gain-70", "Two subflows increase the download speed by 70 KB/s", "+70 KB/s",
-            f"{kbs(gain)}", near(gain / (8 * KB), 70.0),
+            "fig4-gain-70",
+            "Two subflows increase the download speed by 70 KB/s",
+            "+70 KB/s",
+            f"{kbs(gain)}",
+            near(gain / (8 * KB), 70.0),
             f"Agrees within {TOLERANCE_FRAC:.0%}. The gain is what one subflow leaves unused of the 4 Mbps "
             f"link (one subflow uses {fmt_ci(list(one / 4e6))} of it): it depends on the WiFi random loss rate "
             "and RTT, which the paper does not report (ours: 0.5 % and about 60 ms), so the sign of the gain is "
             "a result of the model and its size an outcome of these assumptions.",
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -499,7 +527,8 @@ def claims_fig5(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     n = len(mptcp_min)
     return [
         Claim(
-            "fig5-mptcp-never-zero", "At the handover MPTCP's download speed never goes to zero",
+            "fig5-mptcp-never-zero",
+            "At the handover MPTCP's download speed never goes to zero",
             "Fig. 5: MPTCP carries on from 100 s to 130 s",
             f"lowest {sample:.3g}-s reading from {off:.4g} to {back:.4g} s: {kbs(mptcp_min)}; above zero in "
             f"{int((mptcp_min > 0).sum())} of {n} seeds; lowest 10-reading average (the paper's curve) "
@@ -510,16 +539,18 @@ def claims_fig5(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
             "3G subflow, already open, carries the data. What can stop delivery for a reading is the data that "
             "was in flight on WiFi: it is reinjected on 3G behind a deep queue, and the data behind it waits "
             "for it (head-of-line blocking at the receiver).",
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig5-tcp-zero", "TCP's throughput is zero for the whole handover until the new connection",
+            "fig5-tcp-zero",
+            "TCP's throughput is zero for the whole handover until the new connection",
             "Fig. 5: TCP at zero from 100 s to 130 s, then back on 3G",
-            f"every {sample:.3g}-s reading from {off + sample:.4g} to {back:.4g} s is zero in {int(tcp_zero.sum())} of {n} "
+            f"every {sample:.3g}-s reading from {off + sample:.4g} to {back:.4g} s is zero in "
+            f"{int(tcp_zero.sum())} of {n} "
             f"seeds; after the reconnection {kbs(tcp_after)}",
             bool(tcp_zero.all() and (tcp_after > 0).all()),
             "The 30 s the application takes to reconnect is an input, from the paper's handover period "
             "(100-130 s); what is checked is that nothing arrives in it and the new 3G connection resumes.",
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -558,7 +589,8 @@ def claims_fig6(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     cv = {cc: variation(run.goodput(config=cc)) for cc in CONTROLLERS}
     early_rank = sorted(CONTROLLERS, key=lambda cc: -float(early[cc].mean()))
     lowest = sorted(CONTROLLERS, key=lambda cc: float(whole[cc].mean()))[:2]
-    unstable = all(float(cv[x].mean()) > max(float(cv["lia"].mean()), float(cv["balia"].mean())) for x in ("olia", "wvegas"))
+    steadiest = max(float(cv["lia"].mean()), float(cv["balia"].mean()))
+    unstable = all(float(cv[x].mean()) > steadiest for x in ("olia", "wvegas"))
     lead = blocks(pd.DataFrame({cc: run.goodput(config=cc).mean(axis=1) for cc in CONTROLLERS}))
     lead = lead[(lead.index > tl.s(150)) & (lead.index <= tl.s(480) + 1e-9)]
     lia_top = float((lead.idxmax(axis=1) == "lia").mean()) if len(lead) else float("nan")
@@ -576,28 +608,34 @@ def claims_fig6(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     )
     return [
         Claim(
-            "fig6-lia-best", "LIA has the best throughput at normal load most of the time (150-480 s)",
+            "fig6-lia-best",
+            "LIA has the best throughput at normal load most of the time (150-480 s)",
             "Fig. 6: LIA highest from 150 s to 480 s",
             f"mean from {tl.s(150):.4g} to {tl.s(480):.4g} s: {ranking(mid)}; LIA on top in {lia_top:.0%} of the "
             "10-s points",
             best_over("lia", ["olia", "balia", "wvegas"], mid),
             "Agrees when LIA's mean is above each other controller's with the paired 95 % interval of the "
             "difference above zero. All four run the MPTCP kernel's arithmetic (cc_mode linux). " + why + confound,
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig6-balia-good-early", "BALIA also has a good throughput from 0 to 320 s",
+            "fig6-balia-good-early",
+            "BALIA also has a good throughput from 0 to 320 s",
             "Fig. 6: BALIA high from 0 s to 320 s",
             f"mean from 0 to {tl.s(320):.4g} s: {ranking(early)}",
             "balia" in early_rank[:2],
             "'Good' is read as first or second of the four by mean. " + why + confound,
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig6-olia-wvegas-low", "OLIA and wVegas did not show good throughput at normal load",
-            "Fig. 6: OLIA and wVegas lowest", f"whole run: {ranking(whole)}", set(lowest) == {"olia", "wvegas"},
+            "fig6-olia-wvegas-low",
+            "OLIA and wVegas did not show good throughput at normal load",
+            "Fig. 6: OLIA and wVegas lowest",
+            f"whole run: {ranking(whole)}",
+            set(lowest) == {"olia", "wvegas"},
             "Agrees when OLIA and wVegas have the two lowest means over the run. " + why + confound,
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig6-olia-wvegas-unstable", "OLIA and wVegas were not stable most of the time",
+            "fig6-olia-wvegas-unstable",
+            "OLIA and wVegas were not stable most of the time",
             "Fig. 6: OLIA and wVegas vary more",
             "coefficient of variation of the 10-s averages: "
             + ", ".join(f"{cc} {fmt_ci(list(cv[cc]))}" for cc in CONTROLLERS),
@@ -606,7 +644,7 @@ def claims_fig6(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
             "In the model the variation comes from the 3G trace's drops and WiFi's random losses; the controller "
             "with the larger WiFi share rides out the 3G drops better, and wVegas's delay-based window keeps its "
             "queues, and so its rate, steadier. " + confound,
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -625,18 +663,22 @@ def claims_fig7(runs: Mapping[str, Run], tl: Timeline) -> list[Claim]:
     )
     return [
         Claim(
-            "fig7-balia-best", "BALIA outperforms the other controllers under heavy traffic",
-            "Fig. 7: BALIA highest after the video starts", f"{window_text}: {ranking(after)}",
+            "fig7-balia-best",
+            "BALIA outperforms the other controllers under heavy traffic",
+            "Fig. 7: BALIA highest after the video starts",
+            f"{window_text}: {ranking(after)}",
             best_over("balia", ["lia", "olia", "wvegas"], after),
             "Agrees when BALIA's mean is above each other controller's with the paired 95 % interval of the "
             "difference above zero. " + why,
-        ),  # fmt: skip
+        ),
         Claim(
-            "fig7-wvegas-above-lia-olia", "wVegas outperforms LIA and OLIA under heavy traffic",
-            "Fig. 7: wVegas above LIA and OLIA", f"{window_text}: {ranking(after)}",
+            "fig7-wvegas-above-lia-olia",
+            "wVegas outperforms LIA and OLIA under heavy traffic",
+            "Fig. 7: wVegas above LIA and OLIA",
+            f"{window_text}: {ranking(after)}",
             best_over("wvegas", ["lia", "olia"], after),
             "Agrees when wVegas's mean is above LIA's and OLIA's with the paired 95 % intervals above zero. " + why,
-        ),  # fmt: skip
+        ),
     ]
 
 

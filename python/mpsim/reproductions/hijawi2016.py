@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -204,6 +204,9 @@ class Run:
 
 
 def run_experiments(ctx: Context, timeline: Timeline) -> dict[str, Run]:
+    if ctx.quick and ctx.jobs is None:
+        # Quick runs take milliseconds: starting a process pool per experiment costs more.
+        ctx = replace(ctx, jobs=1)
     runs = {}
     for exp in EXPERIMENTS:
         settings = {**timeline.overrides(exp.scenario), **exp.settings}

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 #: Every paper the scenario contract names, with its module (None: not yet available).
 PAPERS: dict[str, str | None] = {
-    "hijawi2016": None,
+    "hijawi2016": "mpsim.reproductions.hijawi2016",
     "zuhairi2022": None,
     "khan2016": None,
     "abumohsen2021": None,

@@ -44,7 +44,6 @@ KEY = "zuhairi2022"
 VARIANTS = ("regular", "cubic", "balia", "wvegas", "olia")
 LABELS = {"regular": "Regular", "cubic": "Cubic", "balia": "Balia", "wvegas": "Wvegas", "olia": "Olia"}
 MPTCP_CCS = ("cubic", "balia", "wvegas", "olia")
-COUPLED = ("balia", "wvegas", "olia")
 INTERFACES = ("wifi", "3g")
 CLIENT = "laptop"
 FLOW = "dl"

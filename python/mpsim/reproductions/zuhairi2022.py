@@ -589,7 +589,7 @@ def overall_claims(results: dict[int, ScenarioResult]) -> list[Claim]:
             "; ".join(f"scenario {n}: {_kbps(v)}" for n, v in cubic.items()),
             means[1] > means[2] > means[3],
             "Scenario 2 adds one 1.1 Mbit/s video on the ADSL; scenario 3 has no video but the walk takes the laptop "
-            "to the WiFi coverage edge 5-10 % of the time (1-4 % in outage), which costs WiFi capacity and adds loss.",
+            "to the WiFi coverage edge 5-11 % of the time (2-4 % in outage), which costs WiFi capacity and adds loss.",
         ),
         _claim(
             "cubic-best-or-close",

@@ -4,8 +4,9 @@ Run once (the output ships beside this file; rerunning rewrites the same bytes):
 
     python python/mpsim/papers/zuhairi2022/mobility.py [--out DIR]
 
-Everything random here comes from `numpy.random.default_rng([SEED, k])` for
-realization k, so the shipped files are reproducible from the seed. Every parameter is a named
+Everything random here comes from `numpy.random.RandomState([SEED, k])` for
+realization k, so the shipped files are reproducible from the seed (NumPy
+keeps RandomState's streams fixed across versions; a Generator's may change). Every parameter is a named
 constant below; docs/reproductions/zuhairi2022.md gives each one's source.
 
 Models:
@@ -79,7 +80,7 @@ LOSS_FLOOR = 1e-5
 # ------------------------------------------------------------ walk
 
 
-def random_waypoint(rng: np.random.Generator, duration_s: float, step_s: float) -> np.ndarray:
+def random_waypoint(rng: np.random.RandomState, duration_s: float, step_s: float) -> np.ndarray:
     """Positions (x, y) in metres every `step_s` from 0 to `duration_s`."""
     times = np.arange(0.0, duration_s, step_s)
     here = np.array([rng.uniform(0, AREA_M[0]), rng.uniform(0, AREA_M[1])])
@@ -106,7 +107,7 @@ def random_waypoint(rng: np.random.Generator, duration_s: float, step_s: float) 
     return positions
 
 
-def shadowing_db(rng: np.random.Generator, positions: np.ndarray) -> np.ndarray:
+def shadowing_db(rng: np.random.RandomState, positions: np.ndarray) -> np.ndarray:
     """Gudmundson's exponentially correlated log-normal shadowing along the walk."""
     moved = np.r_[0.0, np.linalg.norm(np.diff(positions, axis=0), axis=1)]
     out = np.empty(len(positions))
@@ -148,7 +149,7 @@ def static_wifi() -> tuple[int, float]:
     return wifi_link(float(received_power_dbm(np.array([STATIC_DISTANCE_M]), np.zeros(1))[0]))
 
 
-def moving_wifi(rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, float]]]:
+def moving_wifi(rng: np.random.RandomState) -> tuple[np.ndarray, list[tuple[int, float]]]:
     positions = random_waypoint(rng, TRACE_S, STEP_S)
     distance = np.linalg.norm(positions - np.array(AP_M), axis=1)
     power = received_power_dbm(distance, shadowing_db(rng, positions))
@@ -158,7 +159,7 @@ def moving_wifi(rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, f
 # ------------------------------------------------------------ 3G
 
 
-def g3_capacity(rng: np.random.Generator) -> list[int]:
+def g3_capacity(rng: np.random.RandomState) -> list[int]:
     """Log-normal AR(1) capacity with mean G3_MEAN_BPS, one value per step."""
     rho = math.exp(-STEP_S / G3_CORRELATION_S)
     x = rng.normal(0.0, G3_LOG_SIGMA)
@@ -377,14 +378,14 @@ def loss_csv(losses: list[float], seed: int, number: int) -> str:
 
 def generate(out: Path, seed: int = SEED, realizations: int = REALIZATIONS) -> list[Path]:
     """Write the traces and scenarios into `out`. Realization k (its walk and 3G
-    trace) draws from `default_rng([seed, k])`; the scenario files hold
+    trace) draws from `RandomState([seed, k])`; the scenario files hold
     realization 1, and the reproduction gives run seed k realization k.
     Another `seed` gives other walks, for sensitivity checks."""
     (out / "traces").mkdir(parents=True, exist_ok=True)
     written: dict[Path, str] = {}
     first: tuple[list[tuple[int, float]], np.ndarray] | None = None
     for number in range(1, realizations + 1):
-        rng = np.random.default_rng([seed, number])
+        rng = np.random.RandomState([seed, number])
         distance, walk = moving_wifi(rng)
         g3 = g3_capacity(rng)
         tag = f"realization {number}"

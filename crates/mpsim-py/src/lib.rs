@@ -82,7 +82,7 @@ impl Simulation {
     }
 
     fn summary_json(&self) -> String {
-        self.inner.summary().to_string()
+        self.inner.summary_json()
     }
 
     /// `{interface: pcap file bytes}` for the interfaces of `record.pcap`.

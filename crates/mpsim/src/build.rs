@@ -212,6 +212,8 @@ impl Simulation {
             topo,
             routes,
             endpoints: Vec::new(),
+            free_endpoints: Vec::new(),
+            endpoints_created: 0,
             demux: FxHashMap::default(),
             tokens: FxHashMap::default(),
             flows: Vec::new(),
@@ -375,6 +377,7 @@ impl Simulation {
             completion: None,
             requests: Vec::new(),
             udp_port: port,
+            released_paths: Default::default(),
         })
     }
 

@@ -2,7 +2,8 @@
 //! Application commands are carried out here; endpoint events become
 //! application inputs.
 
-use crate::endpoint::{ClosedPath, EpKind, RecoveryCounters};
+use crate::endpoint::{EpKind, RecoveryCounters};
+use crate::report::PathRows;
 use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimTime};
@@ -41,15 +42,22 @@ pub(crate) struct Endpoint {
     pub flow: u32,
     pub conn: u32,
     pub side: Side,
+    /// Counts the wakeups armed in this slot; a wakeup of an earlier
+    /// generation (or of the slot's previous endpoint) is stale.
     pub generation: u32,
     pub scheduled: Option<SimTime>,
     /// Client interface link the connection uses.
     pub client_link: LinkId,
-    /// Final counters, kept when the connection is aborted or released.
+    /// Final counters, kept when the connection is aborted.
     pub counters: RecoveryCounters,
-    /// MPTCP: the subflows' summary rows, kept when the connection is released.
-    pub closed_paths: Vec<ClosedPath>,
     pub delivered_bytes: u64,
+    /// Endpoints made before this one in the run: orders the summary's rows
+    /// as if no slot were ever reused.
+    pub created: u64,
+    /// The slot holds no endpoint: the one it held was released, its
+    /// figures added to its flow's `released_paths`, and the slot waits
+    /// in `free_endpoints` for the next endpoint.
+    pub released: bool,
 }
 
 /// MPTCP settings of a flow.
@@ -65,10 +73,11 @@ pub(crate) struct MptcpFlow {
     pub penalisation: bool,
 }
 
-/// One connection of a flow: its two endpoints (once they exist).
+/// One connection of a flow: the slots of its two endpoints while they
+/// exist (the server's from its SYN on, neither after release).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ConnSlot {
-    pub client_ep: u32,
+    pub client_ep: Option<u32>,
     pub server_ep: Option<u32>,
 }
 
@@ -95,6 +104,8 @@ pub(crate) struct Flow {
     pub fallback: bool,
     pub requests: Vec<(u32, u64, SimTime, SimTime)>,
     pub udp_port: u16,
+    /// The summary rows of the flow's released endpoints, added up.
+    pub released_paths: PathRows,
 }
 
 impl Flow {
@@ -176,7 +187,7 @@ impl Simulation {
     fn endpoint_of(&self, flow: u32, conn: u32, side: Side) -> Option<u32> {
         let slot = self.flows[flow as usize].conns.get(conn as usize)?;
         match side {
-            Side::Client => Some(slot.client_ep),
+            Side::Client => slot.client_ep,
             Side::Server => slot.server_ep,
         }
     }
@@ -288,7 +299,7 @@ impl Simulation {
         self.demux.insert(demux_key(addr, port, server_addr, server_port), Demux::Ep(ep));
         self.demux.insert(demux_key(server_addr, server_port, addr, port), Demux::Pending { flow, conn });
         let slots = &mut self.flows[flow as usize].conns;
-        let slot = ConnSlot { client_ep: ep, server_ep: None };
+        let slot = ConnSlot { client_ep: Some(ep), server_ep: None };
         if slots.len() <= conn as usize {
             slots.resize(conn as usize + 1, slot);
         }
@@ -296,9 +307,13 @@ impl Simulation {
         self.work.push(ep);
     }
 
+    /// Puts a new endpoint in the slot released last, or in a new slot.
+    /// (Linux frees a socket and allocates the next from its slab alike;
+    /// here the order of slots only has to be deterministic.)
     fn push_endpoint(&mut self, kind: EpKind, host: NodeId, flow: u32, conn: u32, side: Side, client_link: LinkId) -> u32 {
-        let ep = self.endpoints.len() as u32;
-        self.endpoints.push(Endpoint {
+        let created = self.endpoints_created;
+        self.endpoints_created += 1;
+        let mut e = Endpoint {
             kind,
             host,
             flow,
@@ -308,10 +323,24 @@ impl Simulation {
             scheduled: None,
             client_link,
             counters: RecoveryCounters::default(),
-            closed_paths: Vec::new(),
             delivered_bytes: 0,
-        });
-        ep
+            created,
+            released: false,
+        };
+        match self.free_endpoints.pop() {
+            Some(ep) => {
+                // The slot's generation goes on: wakeups still queued for
+                // the endpoint it held stay stale.
+                e.generation = self.endpoints[ep as usize].generation;
+                self.endpoints[ep as usize] = e;
+                self.sampler.forget_endpoint(ep as usize);
+                ep
+            }
+            None => {
+                self.endpoints.push(e);
+                (self.endpoints.len() - 1) as u32
+            }
+        }
     }
 
     /// The client's usable interfaces; the first one up is the initial address (id 0).
@@ -431,7 +460,8 @@ impl Simulation {
                 }
             }
         };
-        let client_ep = f.conns[conn as usize].client_ep;
+        // A SYN of a connection whose client is gone opens nothing.
+        let Some(client_ep) = f.conns[conn as usize].client_ep else { return };
         let client_link = self.endpoints[client_ep as usize].client_link;
         let ep = self.push_endpoint(kind, host, flow, conn, Side::Server, client_link);
         self.demux.insert(key, Demux::Ep(ep));
@@ -605,7 +635,7 @@ impl Simulation {
             self.dirs[(2 * link.0 + side) as usize].params.up
         });
         let Some(next) = next else { return };
-        let eps: Vec<u32> = f.conns.iter().flat_map(|s| [Some(s.client_ep), s.server_ep]).flatten().collect();
+        let eps: Vec<u32> = f.conns.iter().flat_map(|s| [s.client_ep, s.server_ep]).flatten().collect();
         for ep in eps {
             self.abort(ep);
         }
@@ -616,7 +646,8 @@ impl Simulation {
     /// Frees a finished endpoint's state (RFC 9293: the TCB is deleted
     /// when TIME_WAIT ends; Linux frees the MPTCP socket when its subflows
     /// are gone): its tuples and token go, later segments for them are
-    /// reset, and only what the summary reports stays.
+    /// reset, what the summary reports is added to its flow's totals, and
+    /// the slot is reused.
     pub(crate) fn release(&mut self, ep: u32) {
         let e = &self.endpoints[ep as usize];
         let host = e.host;
@@ -632,9 +663,23 @@ impl Simulation {
                 self.tokens.remove(&(host, token));
             }
         }
-        let e = &mut self.endpoints[ep as usize];
-        e.closed_paths = e.kind.closed_paths();
+        let e = &self.endpoints[ep as usize];
+        let (flow, conn, side) = (e.flow as usize, e.conn as usize, e.side);
+        for row in self.path_rows(e) {
+            self.flows[flow].released_paths.add(row);
+        }
+        if let Some(slot) = self.flows[flow].conns.get_mut(conn) {
+            let held = if side == Side::Client { &mut slot.client_ep } else { &mut slot.server_ep };
+            if *held == Some(ep) {
+                *held = None;
+            }
+        }
         self.abort(ep);
+        let e = &mut self.endpoints[ep as usize];
+        e.released = true;
+        e.counters = RecoveryCounters::default();
+        e.delivered_bytes = 0;
+        self.free_endpoints.push(ep);
     }
 
     pub(crate) fn abort(&mut self, ep: u32) {
@@ -706,11 +751,11 @@ mod tests {
             assert_eq!(unique.len(), live.len(), "{transport}: two live connections share a 4-tuple");
             assert_eq!(live.len(), room as usize, "{transport}");
             // A connection that ends frees its tuple for the next one.
-            let first = sim.flows[0].conns[0].client_ep;
+            let first = sim.flows[0].conns[0].client_ep.expect("the client endpoint exists");
             let freed = sim.endpoints[first as usize].kind.first_tuple();
             sim.abort(first);
             sim.connect(0, room + 10);
-            let again = sim.flows[0].conns[(room + 10) as usize].client_ep;
+            let again = sim.flows[0].conns[(room + 10) as usize].client_ep.expect("the client endpoint exists");
             assert_eq!(sim.endpoints[again as usize].kind.first_tuple(), freed, "{transport}");
             assert_eq!(live_client_tuples(&sim).len(), room as usize, "{transport}");
         }
@@ -730,7 +775,7 @@ mod tests {
     fn a_token_taken_on_the_host_makes_the_connection_draw_another_key() {
         let mut sim = http_flow("mptcp", 1, 10);
         sim.connect(0, 0);
-        let client_ep = sim.flows[0].conns[0].client_ep;
+        let client_ep = sim.flows[0].conns[0].client_ep.expect("the client endpoint exists");
         let mut syn = Vec::new();
         sim.endpoints[client_ep as usize].kind.drain_transmit(sim.now, &mut syn);
         let syn = syn[0];
@@ -791,6 +836,11 @@ mod release_tests {
                 // At most the connections of the last 60 s (about one per
                 // 70 ms) are held at once, whatever the count.
                 assert!(most_live <= 2 * 60_000 / 60, "{transport}: {most_live} live endpoints");
+                // Released slots are reused: the engine holds no more slots
+                // than connections were open at once.
+                let slots = sim.endpoints.len();
+                assert!(slots <= 2 * 60_000 / 60, "{transport}: {slots} endpoint slots for {n} connections");
+                assert_eq!(sim.summary_json(), s.to_string(), "{transport}: the streamed summary differs");
                 per_connection.push(sim.packet_hops() as f64 / n as f64);
                 // The summary keeps one row per path (MPTCP: per subflow).
                 assert!(!f["subflows"].as_array().expect("subflows").is_empty());

@@ -48,11 +48,58 @@ struct FlowCols {
     goodput_bps: Vec<f64>,
 }
 
-/// A summary path entry being added up: (client interface, server
-/// interface, client port), [delivered, retransmitted, reinjected] bytes, backup.
-/// (client iface, server iface, client port or 0), (delivered, reinjected),
-/// loss-recovery counters, backup.
-type PathRow = ((String, String, u16), [u64; 2], RecoveryCounters, bool);
+/// What identifies a row of a flow's summary `subflows`: client
+/// interface, server interface and client port (0 for TCP, whose
+/// connections are merged per interface pair).
+type PathKey = (String, String, u16);
+
+/// One row of a flow's summary `subflows`, or one endpoint's share of it.
+#[derive(Clone, Debug)]
+pub(crate) struct PathRow {
+    key: PathKey,
+    /// Where the row first appears: (the endpoint's `created`, subflow
+    /// index). Rows are listed in this order.
+    first_seen: (u64, u32),
+    /// Payload delivered to the receiving application (0 from the sender).
+    delivered_bytes: u64,
+    reinjected_bytes: u64,
+    counters: RecoveryCounters,
+    backup: bool,
+}
+
+/// A flow's summary rows, merged by key. Only sums and ors: the order in
+/// which endpoints are added changes nothing but `first_seen`, the least.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PathRows {
+    rows: Vec<PathRow>,
+    index: rustc_hash::FxHashMap<PathKey, usize>,
+}
+
+impl PathRows {
+    pub fn add(&mut self, row: PathRow) {
+        match self.index.get(&row.key) {
+            Some(&i) => {
+                let x = &mut self.rows[i];
+                x.first_seen = x.first_seen.min(row.first_seen);
+                x.delivered_bytes += row.delivered_bytes;
+                x.reinjected_bytes += row.reinjected_bytes;
+                x.counters = x.counters + row.counters;
+                x.backup |= row.backup;
+            }
+            None => {
+                self.index.insert(row.key.clone(), self.rows.len());
+                self.rows.push(row);
+            }
+        }
+    }
+
+    /// The rows in the order they first appeared.
+    fn into_sorted(self) -> Vec<PathRow> {
+        let mut rows = self.rows;
+        rows.sort_unstable_by_key(|r| r.first_seen);
+        rows
+    }
+}
 
 /// What one subflow sample reads.
 struct SubflowRow<'a> {
@@ -174,13 +221,20 @@ pub(crate) struct Sampler {
     flows: FlowCols,
     last_flow: Vec<u64>,
     subflows: SubflowCols,
-    /// Per endpoint and subflow: its closing has been sampled (one last row).
+    /// Per endpoint slot and subflow: its closing has been sampled (one last row).
     closed_sampled: Vec<Vec<bool>>,
     connections: ConnectionCols,
     last_time: SimTime,
 }
 
 impl Sampler {
+    /// Slot `ep` holds a new endpoint: none of its subflows has been sampled closed.
+    pub fn forget_endpoint(&mut self, ep: usize) {
+        if let Some(seen) = self.closed_sampled.get_mut(ep) {
+            seen.clear();
+        }
+    }
+
     /// True the first time subflow `i` of endpoint `ep` is seen closed, false after.
     fn first_closed_sample(&mut self, ep: usize, i: usize) -> bool {
         if self.closed_sampled.len() <= ep {
@@ -348,82 +402,80 @@ impl Simulation {
         mpsim_net::iface_of_addr(a).and_then(|(l, _)| self.links.get(l.index())).map_or_else(|| a.to_string(), |l| l.name.clone())
     }
 
-    /// Per-path entries of flow `i` and its retransmitted bytes. TCP
-    /// connections are merged per (client, server) interface pair; MPTCP
-    /// subflows are listed one by one.
+    /// What endpoint `e` adds to its flow's summary rows: one row per
+    /// MPTCP subflow; for TCP (and an aborted MPTCP endpoint) one row of its
+    /// interface pair.
+    pub(crate) fn path_rows(&self, e: &crate::flows::Endpoint) -> Vec<PathRow> {
+        let f = &self.flows[e.flow as usize];
+        let receiving = e.side == f.receiver;
+        if let EpKind::Mptcp(c) = &e.kind {
+            return c
+                .subflows()
+                .enumerate()
+                .map(|(i, s)| {
+                    let (client, server, port) = if e.side == Side::Client {
+                        (s.sf.local, s.sf.remote, s.sf.local_port)
+                    } else {
+                        (s.sf.remote, s.sf.local, s.sf.remote_port)
+                    };
+                    PathRow {
+                        key: (self.link_name_of(client), self.link_name_of(server), port),
+                        first_seen: (e.created, i as u32),
+                        delivered_bytes: if receiving { s.rx_bytes } else { 0 },
+                        reinjected_bytes: s.reinjected_bytes,
+                        counters: RecoveryCounters::of(s.sf),
+                        backup: s.backup,
+                    }
+                })
+                .collect();
+        }
+        let counters = match &e.kind {
+            EpKind::Closed => e.counters,
+            k => k.counters(),
+        };
+        let server_iface = self.links[f.server_link.index()].name.clone();
+        vec![PathRow {
+            key: (self.links[e.client_link.index()].name.clone(), server_iface, 0),
+            first_seen: (e.created, 0),
+            delivered_bytes: if receiving { e.delivered_bytes } else { 0 },
+            reinjected_bytes: 0,
+            counters,
+            backup: false,
+        }]
+    }
+
+    /// Per-path entries of flow `i` and its retransmitted bytes: the rows
+    /// of its released endpoints and of those still held. TCP connections
+    /// are merged per (client, server) interface pair; MPTCP subflows are
+    /// listed one by one.
     fn subflow_summaries(&self, i: usize, dur_s: f64) -> (Vec<Value>, u64) {
         let f = &self.flows[i];
-        let mut rows: Vec<PathRow> = Vec::new();
-        let mut add =
-            |key: (String, String, u16), d: u64, c: RecoveryCounters, j: u64, b: bool| match rows.iter_mut().find(|x| x.0 == key)
-            {
-                Some(x) => {
-                    x.1[0] += d;
-                    x.1[1] += j;
-                    x.2 = x.2 + c;
-                    x.3 |= b;
-                }
-                None => rows.push((key, [d, j], c, b)),
-            };
-        let server_iface = self.links[f.server_link.index()].name.clone();
-        let mut retx_total = 0;
-        for e in self.endpoints.iter().filter(|e| e.flow == i as u32) {
-            let receiving = e.side == f.receiver;
-            match &e.kind {
-                EpKind::Mptcp(c) => {
-                    for s in c.subflows() {
-                        let (client, server, port) = if e.side == Side::Client {
-                            (s.sf.local, s.sf.remote, s.sf.local_port)
-                        } else {
-                            (s.sf.remote, s.sf.local, s.sf.remote_port)
-                        };
-                        let c = RecoveryCounters::of(s.sf);
-                        retx_total += c.retransmitted_bytes;
-                        let key = (self.link_name_of(client), self.link_name_of(server), port);
-                        add(key, if receiving { s.rx_bytes } else { 0 }, c, s.reinjected_bytes, s.backup);
-                    }
-                }
-                EpKind::Closed if !e.closed_paths.is_empty() => {
-                    // A released MPTCP endpoint: the rows it left.
-                    for p in &e.closed_paths {
-                        let (client, server, port) = if e.side == Side::Client {
-                            (p.local, p.remote, p.local_port)
-                        } else {
-                            (p.remote, p.local, p.remote_port)
-                        };
-                        retx_total += p.counters.retransmitted_bytes;
-                        let key = (self.link_name_of(client), self.link_name_of(server), port);
-                        add(key, if receiving { p.rx_bytes } else { 0 }, p.counters, p.reinjected_bytes, p.backup);
-                    }
-                }
-                kind => {
-                    let c = match kind {
-                        EpKind::Closed => e.counters,
-                        k => k.counters(),
-                    };
-                    retx_total += c.retransmitted_bytes;
-                    let key = (self.links[e.client_link.index()].name.clone(), server_iface.clone(), 0);
-                    add(key, if receiving { e.delivered_bytes } else { 0 }, c, 0, false);
-                }
+        let mut rows = f.released_paths.clone();
+        for e in self.endpoints.iter().filter(|e| e.flow == i as u32 && !e.released) {
+            for row in self.path_rows(e) {
+                rows.add(row);
             }
         }
+        let rows = rows.into_sorted();
+        let retx_total = rows.iter().map(|r| r.counters.retransmitted_bytes).sum();
         let is_mptcp = f.mptcp.is_some();
         let out = rows
             .iter()
-            .map(|((ci, si, _), [d, j], c, b)| {
+            .map(|r| {
+                let c = &r.counters;
                 let mut v = json!({
-                    "client_interface": ci,
-                    "server_interface": si,
-                    "bytes_delivered": d,
-                    "goodput_bps": rate_bps(*d, dur_s),
+                    "client_interface": r.key.0,
+                    "server_interface": r.key.1,
+                    "bytes_delivered": r.delivered_bytes,
+                    "goodput_bps": rate_bps(r.delivered_bytes, dur_s),
                     "retransmitted_bytes": c.retransmitted_bytes,
                     "timeouts": c.timeouts,
                     "fast_recoveries": c.fast_recoveries,
                     "spurious_retransmissions": c.spurious_retransmissions,
                 });
                 if is_mptcp {
-                    v["reinjected_bytes"] = json!(j);
-                    v["backup"] = json!(b);
+                    v["reinjected_bytes"] = json!(r.reinjected_bytes);
+                    v["backup"] = json!(r.backup);
                 }
                 v
             })
@@ -522,10 +574,26 @@ impl Simulation {
 
     /// The run summary (docs/scenario-reference.md), without `mpsim_version`.
     pub fn summary(&self) -> Value {
+        self.summary_with(true)
+    }
+
+    /// The run summary as JSON text, the same as `summary().to_string()`.
+    /// The requests are written straight from their records: as a tree of
+    /// JSON values they cost some 500 bytes each, and a run of short flows
+    /// has one per connection.
+    pub fn summary_json(&self) -> String {
+        let summary = self.summary_with(false);
+        // Serializing values and plain numbers into a String cannot fail.
+        serde_json::to_string(&SummaryOut { sim: self, summary: &summary }).unwrap_or_default()
+    }
+
+    /// The summary; with `requests` false each flow's `requests` list is
+    /// left empty.
+    fn summary_with(&self, requests: bool) -> Value {
         let mut flows = Map::new();
         for (i, _) in self.flows.iter().enumerate() {
             let f = &self.flows[i];
-            flows.insert(f.spec.name.clone(), self.flow_summary(i));
+            flows.insert(f.spec.name.clone(), self.flow_summary(i, requests));
         }
         let mut links = Map::new();
         let dur_ps = self.now.as_ps().max(1) as f64;
@@ -557,18 +625,18 @@ impl Simulation {
         })
     }
 
-    fn flow_summary(&self, i: usize) -> Value {
+    fn flow_summary(&self, i: usize, with_requests: bool) -> Value {
         let f = &self.flows[i];
         let start = f.start();
         let until = f.completion.unwrap_or(self.now);
         let dur_s = (until - start).as_secs_f64();
         let goodput = rate_bps(f.delivered_bytes, dur_s);
         let (subflows, retx_total) = self.subflow_summaries(i, dur_s);
-        let requests: Vec<Value> = f
-            .requests
-            .iter()
-            .map(|&(_, sz, s, e)| json!({"size_bytes": sz, "start_s": s.as_secs_f64(), "end_s": e.as_secs_f64()}))
-            .collect();
+        let requests: Vec<Value> = if with_requests {
+            f.requests.iter().map(|&r| serde_json::to_value(RequestOut(r)).unwrap_or_default()).collect()
+        } else {
+            Vec::new()
+        };
         let transport = match f.spec.transport {
             TransportSpec::Tcp => "tcp",
             TransportSpec::Udp => "udp",
@@ -591,5 +659,102 @@ impl Simulation {
             v["sent_bytes"] = json!(f.udp_sent_bytes);
         }
         v
+    }
+}
+
+/// The summary being written: its value, but each flow's requests from the
+/// flow's records.
+struct SummaryOut<'a> {
+    sim: &'a Simulation,
+    summary: &'a Value,
+}
+
+/// A flow's summary, its requests from `requests`.
+struct FlowOut<'a> {
+    summary: &'a Value,
+    requests: &'a [(u32, u64, SimTime, SimTime)],
+}
+
+/// One row of a flow's `requests`.
+struct RequestOut((u32, u64, SimTime, SimTime));
+
+/// The entries of a JSON object, with `f` writing the value of each.
+fn serialize_object<S: serde::Serializer>(
+    serializer: S,
+    object: &Value,
+    mut f: impl FnMut(&mut S::SerializeMap, &String, &Value) -> Result<(), S::Error>,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let Value::Object(entries) = object else { return serde::Serialize::serialize(object, serializer) };
+    let mut map = serializer.serialize_map(Some(entries.len()))?;
+    for (k, v) in entries {
+        f(&mut map, k, v)?;
+    }
+    map.end()
+}
+
+impl serde::Serialize for SummaryOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        serialize_object(serializer, self.summary, |map, k, v| {
+            if k == "flows" {
+                map.serialize_entry(k, &FlowsOut { sim: self.sim, flows: v })
+            } else {
+                map.serialize_entry(k, v)
+            }
+        })
+    }
+}
+
+/// The summary's `flows` object.
+struct FlowsOut<'a> {
+    sim: &'a Simulation,
+    flows: &'a Value,
+}
+
+impl serde::Serialize for FlowsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let flows = &self.sim.flows;
+        serialize_object(serializer, self.flows, |map, name, summary| {
+            // A name given twice keeps its first place and its last flow, as Map::insert.
+            let requests = flows.iter().rposition(|f| &f.spec.name == name).map_or(&[][..], |i| &flows[i].requests[..]);
+            map.serialize_entry(name, &FlowOut { summary, requests })
+        })
+    }
+}
+
+impl serde::Serialize for FlowOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Requests<'a>(&'a [(u32, u64, SimTime, SimTime)]);
+        impl serde::Serialize for Requests<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+                for &r in self.0 {
+                    seq.serialize_element(&RequestOut(r))?;
+                }
+                seq.end()
+            }
+        }
+        serialize_object(serializer, self.summary, |map, k, v| {
+            if k == "requests" {
+                map.serialize_entry(k, &Requests(self.requests))
+            } else {
+                map.serialize_entry(k, v)
+            }
+        })
+    }
+}
+
+impl serde::Serialize for RequestOut {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (_, size_bytes, start, end) = self.0;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("size_bytes", &size_bytes)?;
+        map.serialize_entry("start_s", &start.as_secs_f64())?;
+        map.serialize_entry("end_s", &end.as_secs_f64())?;
+        map.end()
     }
 }

@@ -2,10 +2,13 @@
 
 One host pair (two 100 Mbit/s, 5 ms links through a router) and one `http`
 flow of 10 KB requests, each on a new connection, `gap` apart; the run lasts
-until the last connection's TIME_WAIT (60 s) is over.
+until the last connection's TIME_WAIT (60 s) is over, or `duration`.
+Recording `off` samples neither interfaces nor subflows.
 
     python docs/bench/sequential_connections.py mptcp 20000 100ms off > /tmp/s.toml
     /usr/bin/time -f "%M KiB" mpsim run /tmp/s.toml --summary /tmp/s.json -q
+    python docs/bench/sequential_connections.py mptcp 3000 50ms on 400s > /tmp/r.toml
+    /usr/bin/time -f "%M KiB" mpsim run /tmp/r.toml --out /tmp/r -q
 """
 
 import sys
@@ -20,8 +23,8 @@ def seconds(text: str) -> float:
     return float(text)
 
 
-def scenario(transport: str, count: int, gap: str, recording: bool) -> str:
-    duration_s = count * seconds(gap) + 70
+def scenario(transport: str, count: int, gap: str, recording: bool, duration: str | None = None) -> str:
+    duration_s = seconds(duration) if duration else count * seconds(gap) + 70
     on = "true" if recording else "false"
     return f"""format = 1
 name = "sequential-{transport}-{count}"
@@ -73,4 +76,5 @@ subflows = {on}
 
 if __name__ == "__main__":
     transport, count, gap, recording = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4] == "on"
-    sys.stdout.write(scenario(transport, count, gap, recording))
+    duration = sys.argv[5] if len(sys.argv) > 5 else None
+    sys.stdout.write(scenario(transport, count, gap, recording, duration))

@@ -81,8 +81,11 @@ impl Simulation {
         self.inner.packet_hops()
     }
 
-    fn summary_json(&self) -> String {
-        self.inner.summary_json()
+    /// The summary as JSON; with `requests` false every flow's `requests`
+    /// list is empty (the same rows are in the requests table).
+    #[pyo3(signature = (requests = true))]
+    fn summary_json(&self, requests: bool) -> String {
+        self.inner.summary_json(requests)
     }
 
     /// `{interface: pcap file bytes}` for the interfaces of `record.pcap`.
@@ -103,13 +106,23 @@ impl Simulation {
                 match values {
                     Column::F64(v) => cols.set_item(col, v)?,
                     Column::I64(v) => cols.set_item(col, v)?,
-                    Column::Str(v) => cols.set_item(col, v)?,
+                    Column::Str(v) => cols.set_item(col, shared_strings(py, v)?)?,
                 }
             }
             out.set_item(name, cols)?;
         }
         Ok(out)
     }
+}
+
+/// A string column as a Python list in which equal strings are one object:
+/// columns such as a table's flow names repeat a few values on every row,
+/// and a string object per row costs some 50 bytes.
+fn shared_strings(py: Python<'_>, column: Vec<String>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
+    let mut seen: std::collections::HashMap<String, Bound<'_, pyo3::types::PyString>> = std::collections::HashMap::new();
+    let items: Vec<Bound<'_, pyo3::types::PyString>> =
+        column.into_iter().map(|s| seen.entry(s).or_insert_with_key(|k| pyo3::types::PyString::new(py, k)).clone()).collect();
+    pyo3::types::PyList::new(py, items)
 }
 
 fn mpsim_core_time(t_ps: u64) -> mpsim::SimTime {

@@ -369,7 +369,7 @@ impl Simulation {
             server_link,
             client_links,
             active: 0,
-            conns: Vec::new(),
+            conns: Default::default(),
             tcp,
             receiver,
             delivered_bytes: 0,

@@ -333,8 +333,15 @@ impl Simulation {
     /// "closed", or "time_wait" for the side that waits out TIME_WAIT, with
     /// nothing left to send) for a subflow that ended since the last sample.
     /// A finished MPTCP connection's buffers are empty: no more rows.
+    /// Endpoints come in the order they were made, whichever slots they hold.
     fn sample_subflows(&mut self, t_s: f64) {
-        for (n, e) in self.endpoints.iter().enumerate() {
+        let mut live: Vec<(u64, usize)> = (self.endpoints.iter().enumerate())
+            .filter(|(_, e)| !matches!(e.kind, EpKind::Closed))
+            .map(|(n, e)| (e.created, n))
+            .collect();
+        live.sort_unstable();
+        for (_, n) in live {
+            let e = &self.endpoints[n];
             let side = if e.side == Side::Client { "client" } else { "server" };
             match &e.kind {
                 EpKind::Tcp(conn) => {
@@ -444,43 +451,18 @@ impl Simulation {
         }]
     }
 
-    /// Per-path entries of flow `i` and its retransmitted bytes: the rows
-    /// of its released endpoints and of those still held. TCP connections
-    /// are merged per (client, server) interface pair; MPTCP subflows are
-    /// listed one by one.
-    fn subflow_summaries(&self, i: usize, dur_s: f64) -> (Vec<Value>, u64) {
-        let f = &self.flows[i];
-        let mut rows = f.released_paths.clone();
+    /// The rows of flow `i`'s summary `subflows`: those of its released
+    /// endpoints and of those still held, in the order they first appeared.
+    /// TCP connections are merged per (client, server) interface pair;
+    /// MPTCP subflows are listed one by one.
+    fn flow_path_rows(&self, i: usize) -> Vec<PathRow> {
+        let mut rows = self.flows[i].released_paths.clone();
         for e in self.endpoints.iter().filter(|e| e.flow == i as u32 && !e.released) {
             for row in self.path_rows(e) {
                 rows.add(row);
             }
         }
-        let rows = rows.into_sorted();
-        let retx_total = rows.iter().map(|r| r.counters.retransmitted_bytes).sum();
-        let is_mptcp = f.mptcp.is_some();
-        let out = rows
-            .iter()
-            .map(|r| {
-                let c = &r.counters;
-                let mut v = json!({
-                    "client_interface": r.key.0,
-                    "server_interface": r.key.1,
-                    "bytes_delivered": r.delivered_bytes,
-                    "goodput_bps": rate_bps(r.delivered_bytes, dur_s),
-                    "retransmitted_bytes": c.retransmitted_bytes,
-                    "timeouts": c.timeouts,
-                    "fast_recoveries": c.fast_recoveries,
-                    "spurious_retransmissions": c.spurious_retransmissions,
-                });
-                if is_mptcp {
-                    v["reinjected_bytes"] = json!(r.reinjected_bytes);
-                    v["backup"] = json!(r.backup);
-                }
-                v
-            })
-            .collect();
-        (out, retx_total)
+        rows.into_sorted()
     }
 
     /// The trace tables, as columns.
@@ -577,23 +559,27 @@ impl Simulation {
         self.summary_with(true)
     }
 
-    /// The run summary as JSON text, the same as `summary().to_string()`.
-    /// The requests are written straight from their records: as a tree of
-    /// JSON values they cost some 500 bytes each, and a run of short flows
-    /// has one per connection.
-    pub fn summary_json(&self) -> String {
+    /// The run summary as JSON text, the same as `summary().to_string()`,
+    /// or with every flow's `requests` empty (`with_requests` false: the
+    /// caller takes them from the requests table). The requests and the
+    /// subflow rows are written straight from their records: as a tree of
+    /// JSON values they cost some 500 and 1,200 bytes each, and a run of
+    /// short flows has one request per connection and up to one row per
+    /// port block.
+    pub fn summary_json(&self, with_requests: bool) -> String {
         let summary = self.summary_with(false);
+        let out = SummaryOut { sim: self, summary: &summary, with_requests };
         // Serializing values and plain numbers into a String cannot fail.
-        serde_json::to_string(&SummaryOut { sim: self, summary: &summary }).unwrap_or_default()
+        serde_json::to_string(&out).unwrap_or_default()
     }
 
-    /// The summary; with `requests` false each flow's `requests` list is
-    /// left empty.
-    fn summary_with(&self, requests: bool) -> Value {
+    /// The summary; with `lists` false each flow's `subflows` and
+    /// `requests` are left empty.
+    fn summary_with(&self, lists: bool) -> Value {
         let mut flows = Map::new();
         for (i, _) in self.flows.iter().enumerate() {
             let f = &self.flows[i];
-            flows.insert(f.spec.name.clone(), self.flow_summary(i, requests));
+            flows.insert(f.spec.name.clone(), self.flow_summary(i, lists));
         }
         let mut links = Map::new();
         let dur_ps = self.now.as_ps().max(1) as f64;
@@ -625,14 +611,28 @@ impl Simulation {
         })
     }
 
-    fn flow_summary(&self, i: usize, with_requests: bool) -> Value {
+    /// Flow `i`'s summary; with `with_lists` false its `subflows` and
+    /// `requests` are left empty.
+    /// Flow `i`'s time from its start to its completion, or to now.
+    fn flow_duration_s(&self, i: usize) -> f64 {
+        let f = &self.flows[i];
+        (f.completion.unwrap_or(self.now) - f.start()).as_secs_f64()
+    }
+
+    fn flow_summary(&self, i: usize, with_lists: bool) -> Value {
         let f = &self.flows[i];
         let start = f.start();
-        let until = f.completion.unwrap_or(self.now);
-        let dur_s = (until - start).as_secs_f64();
+        let dur_s = self.flow_duration_s(i);
         let goodput = rate_bps(f.delivered_bytes, dur_s);
-        let (subflows, retx_total) = self.subflow_summaries(i, dur_s);
-        let requests: Vec<Value> = if with_requests {
+        let rows = self.flow_path_rows(i);
+        let retx_total: u64 = rows.iter().map(|r| r.counters.retransmitted_bytes).sum();
+        let is_mptcp = f.mptcp.is_some();
+        let subflows: Vec<Value> = if with_lists {
+            rows.iter().map(|row| serde_json::to_value(PathRowOut { row, dur_s, is_mptcp }).unwrap_or_default()).collect()
+        } else {
+            Vec::new()
+        };
+        let requests: Vec<Value> = if with_lists {
             f.requests.iter().map(|&r| serde_json::to_value(RequestOut(r)).unwrap_or_default()).collect()
         } else {
             Vec::new()
@@ -667,12 +667,46 @@ impl Simulation {
 struct SummaryOut<'a> {
     sim: &'a Simulation,
     summary: &'a Value,
+    with_requests: bool,
 }
 
-/// A flow's summary, its requests from `requests`.
+/// A flow's summary, its requests from `requests` and its subflows from `rows`.
 struct FlowOut<'a> {
     summary: &'a Value,
     requests: &'a [(u32, u64, SimTime, SimTime)],
+    rows: Vec<PathRow>,
+    dur_s: f64,
+    is_mptcp: bool,
+}
+
+/// One row of a flow's summary `subflows`.
+struct PathRowOut<'a> {
+    row: &'a PathRow,
+    /// The flow's duration, for `goodput_bps`.
+    dur_s: f64,
+    /// MPTCP rows also report reinjections and the backup flag.
+    is_mptcp: bool,
+}
+
+impl serde::Serialize for PathRowOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (r, c) = (self.row, &self.row.counters);
+        let mut map = serializer.serialize_map(Some(if self.is_mptcp { 10 } else { 8 }))?;
+        map.serialize_entry("client_interface", &r.key.0)?;
+        map.serialize_entry("server_interface", &r.key.1)?;
+        map.serialize_entry("bytes_delivered", &r.delivered_bytes)?;
+        map.serialize_entry("goodput_bps", &rate_bps(r.delivered_bytes, self.dur_s))?;
+        map.serialize_entry("retransmitted_bytes", &c.retransmitted_bytes)?;
+        map.serialize_entry("timeouts", &c.timeouts)?;
+        map.serialize_entry("fast_recoveries", &c.fast_recoveries)?;
+        map.serialize_entry("spurious_retransmissions", &c.spurious_retransmissions)?;
+        if self.is_mptcp {
+            map.serialize_entry("reinjected_bytes", &r.reinjected_bytes)?;
+            map.serialize_entry("backup", &r.backup)?;
+        }
+        map.end()
+    }
 }
 
 /// One row of a flow's `requests`.
@@ -698,7 +732,7 @@ impl serde::Serialize for SummaryOut<'_> {
         use serde::ser::SerializeMap;
         serialize_object(serializer, self.summary, |map, k, v| {
             if k == "flows" {
-                map.serialize_entry(k, &FlowsOut { sim: self.sim, flows: v })
+                map.serialize_entry(k, &FlowsOut { sim: self.sim, flows: v, with_requests: self.with_requests })
             } else {
                 map.serialize_entry(k, v)
             }
@@ -710,6 +744,7 @@ impl serde::Serialize for SummaryOut<'_> {
 struct FlowsOut<'a> {
     sim: &'a Simulation,
     flows: &'a Value,
+    with_requests: bool,
 }
 
 impl serde::Serialize for FlowsOut<'_> {
@@ -718,8 +753,15 @@ impl serde::Serialize for FlowsOut<'_> {
         let flows = &self.sim.flows;
         serialize_object(serializer, self.flows, |map, name, summary| {
             // A name given twice keeps its first place and its last flow, as Map::insert.
-            let requests = flows.iter().rposition(|f| &f.spec.name == name).map_or(&[][..], |i| &flows[i].requests[..]);
-            map.serialize_entry(name, &FlowOut { summary, requests })
+            let requests = match flows.iter().rposition(|f| &f.spec.name == name) {
+                Some(i) if self.with_requests => &flows[i].requests[..],
+                _ => &[][..],
+            };
+            let (rows, dur_s, is_mptcp) = match flows.iter().rposition(|f| &f.spec.name == name) {
+                Some(i) => (self.sim.flow_path_rows(i), self.sim.flow_duration_s(i), flows[i].mptcp.is_some()),
+                None => (Vec::new(), 0.0, false),
+            };
+            map.serialize_entry(name, &FlowOut { summary, requests, rows, dur_s, is_mptcp })
         })
     }
 }
@@ -737,12 +779,21 @@ impl serde::Serialize for FlowOut<'_> {
                 seq.end()
             }
         }
-        serialize_object(serializer, self.summary, |map, k, v| {
-            if k == "requests" {
-                map.serialize_entry(k, &Requests(self.requests))
-            } else {
-                map.serialize_entry(k, v)
+        struct Rows<'a>(&'a FlowOut<'a>);
+        impl serde::Serialize for Rows<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let f = self.0;
+                let mut seq = serializer.serialize_seq(Some(f.rows.len()))?;
+                for row in &f.rows {
+                    seq.serialize_element(&PathRowOut { row, dur_s: f.dur_s, is_mptcp: f.is_mptcp })?;
+                }
+                seq.end()
             }
+        }
+        serialize_object(serializer, self.summary, |map, k, v| match k.as_str() {
+            "requests" => map.serialize_entry(k, &Requests(self.requests)),
+            "subflows" => map.serialize_entry(k, &Rows(self)),
+            _ => map.serialize_entry(k, v),
         })
     }
 }

@@ -478,6 +478,8 @@ struct Closed {
 /// 5 ms path; at 1 s `closer` closes, and an end whose peer has closed
 /// closes too (an application that answers a close). `lose` names the
 /// one packet lost, sent by the client if `from_client`.
+// The two ends are indexed alike in several arrays.
+#[allow(clippy::needless_range_loop)]
 fn close_sequence(closer: Closer, lose: Lost, from_client: bool, bytes: u64) -> Closed {
     let one_way = SimDuration::from_millis(5);
     let close_at = SimTime::ZERO + SimDuration::from_secs(1);

@@ -1,8 +1,9 @@
 """Writes the scenario of docs/performance.md, "Many sequential connections".
 
 One host pair (two 100 Mbit/s, 5 ms links through a router) and one `http`
-flow of 10 KB requests, each on a new connection, `gap` apart; the run lasts
-until the last connection's TIME_WAIT (60 s) is over, or `duration`.
+flow of 10 KB requests, each on a new connection, the next `gap` after one
+completes (a request takes about 41 ms); the run lasts until the last
+connection's TIME_WAIT (60 s) is over, or `duration`.
 Recording `off` samples neither interfaces nor subflows.
 
     python docs/bench/sequential_connections.py mptcp 20000 100ms off > /tmp/s.toml
@@ -24,7 +25,8 @@ def seconds(text: str) -> float:
 
 
 def scenario(transport: str, count: int, gap: str, recording: bool, duration: str | None = None) -> str:
-    duration_s = seconds(duration) if duration else count * seconds(gap) + 70
+    # Each request takes about 41 ms: 100 ms per request and a minute after.
+    duration_s = seconds(duration) if duration else count * (seconds(gap) + 0.1) + 70
     on = "true" if recording else "false"
     return f"""format = 1
 name = "sequential-{transport}-{count}"

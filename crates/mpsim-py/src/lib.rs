@@ -105,7 +105,7 @@ impl Simulation {
             for (col, values) in table.columns {
                 match values {
                     Column::F64(v) => cols.set_item(col, v)?,
-                    Column::I64(v) => cols.set_item(col, v)?,
+                    Column::I64(v) => cols.set_item(col, shared_ints(py, v)?)?,
                     Column::Str(v) => cols.set_item(col, shared_strings(py, v)?)?,
                 }
             }
@@ -122,6 +122,32 @@ fn shared_strings(py: Python<'_>, column: Vec<String>) -> PyResult<Bound<'_, pyo
     let mut seen: std::collections::HashMap<String, Bound<'_, pyo3::types::PyString>> = std::collections::HashMap::new();
     let items: Vec<Bound<'_, pyo3::types::PyString>> =
         column.into_iter().map(|s| seen.entry(s).or_insert_with_key(|k| pyo3::types::PyString::new(py, k)).clone()).collect();
+    pyo3::types::PyList::new(py, items)
+}
+
+/// Distinct values of an integer column whose objects are shared.
+const SHARED_INTS: usize = 1024;
+
+/// An integer column as a Python list in which equal values, among the
+/// first `SHARED_INTS` distinct ones, are one object: columns such as
+/// request sizes, states and counters repeat a few values, and Python
+/// makes a 28-byte object per integer past 256.
+fn shared_ints(py: Python<'_>, column: Vec<i64>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
+    let mut seen: std::collections::HashMap<i64, Bound<'_, PyAny>> = std::collections::HashMap::new();
+    let mut items: Vec<Bound<'_, PyAny>> = Vec::with_capacity(column.len());
+    for v in column {
+        let item = match seen.get(&v) {
+            Some(o) => o.clone(),
+            None => {
+                let o = v.into_pyobject(py)?.into_any();
+                if seen.len() < SHARED_INTS {
+                    seen.insert(v, o.clone());
+                }
+                o
+            }
+        };
+        items.push(item);
+    }
     pyo3::types::PyList::new(py, items)
 }
 

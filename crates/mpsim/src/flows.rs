@@ -805,6 +805,11 @@ mod release_tests {
 
     /// `n` sequential 10 KB requests, each on a new connection, 50 ms apart.
     fn sequential_http(transport: &str, n: u32) -> Simulation {
+        sequential_http_recorded(transport, n, false)
+    }
+
+    /// `sequential_http`, sampling subflows every second if `subflows`.
+    fn sequential_http_recorded(transport: &str, n: u32, subflows: bool) -> Simulation {
         let d = || dir(100_000_000, 5.0, 1000, no_loss());
         let app = json!({"kind": "http", "sizes_bytes": [10_000], "repeat": n, "gap_ps": 50 * PS_PER_S / 1000,
                          "new_connection": true, "request_bytes": 100});
@@ -814,8 +819,40 @@ mod release_tests {
             "mss_bytes": 1448, "header_bytes": 66,
             "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
             "links": [link("c", "client", "r", d(), d()), link("s", "r", "server", d(), d())],
-            "flows": [flow], "record": {"interfaces": false, "subflows": false, "pcap": []}});
+            "flows": [flow], "record": {"interfaces": false, "subflows": subflows, "pcap": []}});
         Simulation::from_json(&spec.to_string()).expect("spec builds")
+    }
+
+    #[test]
+    fn every_connection_in_a_reused_slot_gets_its_own_last_trace_row() {
+        use crate::report_column::Column;
+        for transport in ["tcp", "mptcp"] {
+            // About 90 ms per connection: over two minutes, twice TIME_WAIT.
+            let n = 1500;
+            let mut sim = sequential_http_recorded(transport, n, true);
+            while !sim.run_until(sim.now() + mpsim_core::SimDuration::from_secs(10)) {}
+            assert!(sim.endpoints.len() < n as usize, "{transport}: slots were not reused");
+            let traces = sim.traces();
+            let table = &traces.iter().find(|(name, _)| name == "subflows").expect("subflows table").1;
+            let col = |name: &str| &table.columns.iter().find(|(c, _)| c == name).expect("column").1;
+            let (Column::I64(conn), Column::Str(side), Column::Str(state)) = (col("connection"), col("side"), col("state"))
+            else {
+                panic!("column types")
+            };
+            // Per (connection, side): its last rows (closed or time_wait).
+            let mut last_rows = std::collections::BTreeMap::new();
+            for i in 0..conn.len() {
+                if state[i] == "closed" || state[i] == "time_wait" {
+                    *last_rows.entry((conn[i], side[i].clone(), state[i].clone())).or_insert(0) += 1;
+                }
+            }
+            assert!(last_rows.values().all(|&k| k == 1), "{transport}: a subflow has two last rows");
+            // One end of every connection waits out TIME_WAIT (60 s), so
+            // is sampled in it, whichever slot it holds.
+            let waited: std::collections::BTreeSet<i64> =
+                last_rows.keys().filter(|(_, _, s)| s == "time_wait").map(|(c, _, _)| *c).collect();
+            assert_eq!(waited.len(), n as usize, "{transport}: connections without a time_wait row");
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ class FakeSimulation:
         self.packet_hops = self.now_ps // 10**7
         return self.now_ps >= self.end_ps
 
-    def summary_json(self) -> str:
+    def summary_json(self, requests: bool = True) -> str:
         sim_s = self.now_ps / PS
         flows = {
             f["name"]: {

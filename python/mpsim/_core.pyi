@@ -25,8 +25,10 @@ class Simulation:
     def events(self) -> int: ...
     @property
     def packet_hops(self) -> int: ...
-    def summary_json(self) -> str:
-        """The run summary as JSON (without mpsim_version)."""
+    def summary_json(self, requests: bool = True) -> str:
+        """The run summary as JSON (without mpsim_version); with `requests`
+        False every flow's `requests` list is empty (the same rows are in
+        the requests table)."""
     def pcaps(self) -> dict[str, bytes]:
         """`{interface: pcap file bytes}` for the interfaces of `record.pcap`."""
     def traces(

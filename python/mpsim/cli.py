@@ -24,7 +24,7 @@ import typer
 
 from ._version import __version__
 from .errors import EngineMissingError, MpsimError, ResultsError, ScenarioError, ScenarioWarning
-from .results import Results, atomic_write, check_creatable, check_out_dir, summary_text
+from .results import Results, atomic_write, check_creatable, check_out_dir, dump_summary, write_summary
 
 if TYPE_CHECKING:  # rich is imported where it draws, so a quiet run never loads it
     from rich.console import Console
@@ -209,14 +209,13 @@ def _check_targets(out: Path | None, summary: str | None) -> None:
 def _write_summary(results: Results, target: str | None) -> None:
     if target is None:
         return
-    text = summary_text(results.summary)
     if target == "-":
-        sys.stdout.write(text)
+        dump_summary(results.summary, sys.stdout)
         sys.stdout.flush()
         return
     path = Path(target)
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    atomic_write(path, lambda tmp: write_summary(results.summary, tmp))
 
 
 def _fmt_bytes(n: Any) -> str:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from .errors import ResultsError
 
@@ -173,7 +173,7 @@ class Results:
         with replaced_dir(directory) as target:
             for name, table in self._tables.items():
                 _write_parquet(table, target / f"{name}.parquet")
-            (target / SUMMARY_FILE).write_text(summary_text(self.summary), encoding="utf-8")
+            write_summary(self.summary, target / SUMMARY_FILE)
             if self.provenance is not None:
                 (target / RUN_FILE).write_text(summary_text(self.provenance), encoding="utf-8")
             for iface, data in self.pcaps.items():
@@ -299,6 +299,20 @@ def summary_text(summary: Mapping[str, Any]) -> str:
     return json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
 
 
+def dump_summary(summary: Mapping[str, Any], fp: IO[str]) -> None:
+    """Write `summary_text(summary)` to `fp` piece by piece: the indented
+    encoder would otherwise hold a list of some ten strings per request (a
+    run of 20,000 short flows: about 10 MB) before joining them."""
+    json.dump(summary, fp, indent=2, ensure_ascii=False)
+    fp.write("\n")
+
+
+def write_summary(summary: Mapping[str, Any], path: Path) -> None:
+    """Write `summary_text(summary)` to the file `path`."""
+    with path.open("w", encoding="utf-8") as fp:
+        dump_summary(summary, fp)
+
+
 def to_arrow(name: str, data: TableLike | None) -> pa.Table:
     """A trace table in its fixed schema (known tables) or as given (others)."""
     import pandas as pd
@@ -347,6 +361,37 @@ def _column_length(values: Any) -> int:
     if not _is_buffer(values):
         return len(values)
     return len(values[2]) // 4 if values[0] == "dict" else len(values[1]) // 8
+
+
+#: Distinct values of an integer column whose Python objects are shared.
+SHARED_INTS = 1024
+
+
+def column_list(values: Any) -> list[Any]:
+    """A column as a Python list. Engine buffers are decoded with equal text
+    values (and the first SHARED_INTS distinct integers) as one object each:
+    columns such as flow names and request sizes repeat a few values, and an
+    object per row costs some 30-50 bytes."""
+    if not _is_buffer(values):
+        return list(values)
+    import numpy as np
+
+    kind = values[0]
+    if kind == "dict":
+        names = values[1]
+        return [names[c] for c in np.frombuffer(values[2], dtype="<u4").tolist()]
+    if kind == "f64":
+        return np.frombuffer(values[1], dtype="<f8").tolist()
+    seen: dict[int, int] = {}
+    out = []
+    for v in np.frombuffer(values[1], dtype="<i8").tolist():
+        shared = seen.get(v)
+        if shared is None:
+            shared = v
+            if len(seen) < SHARED_INTS:
+                seen[v] = v
+        out.append(shared)
+    return out
 
 
 def _from_buffer(values: Any) -> Any:

@@ -21,7 +21,7 @@ from ._version import __version__
 from .checks import random_sources
 from .errors import EngineError, EngineMissingError
 from .net import Network
-from .results import Results, check_out_dir
+from .results import Results, check_out_dir, column_list
 from .scenario import Scenario, load_scenario
 
 SLICES = 200  # progress resolution: the run advances 1/200 of its duration per call
@@ -65,9 +65,12 @@ def run(
         raise EngineError(f"engine: {exc}", file=_shown_file(scenario)) from None
     _advance(sim, scenario, progress)
     wall_s = time.perf_counter() - started
-    summary = _summary(json.loads(sim.summary_json()), sim, scenario, wall_s)
+    traces = sim.traces()
+    engine = json.loads(sim.summary_json(requests=False))
+    _fill_requests(engine, traces.get("requests"))
+    summary = _summary(engine, sim, scenario, wall_s)
     pcaps = sim.pcaps() if hasattr(sim, "pcaps") else {}
-    results = Results(summary, sim.traces(), pcaps=pcaps, provenance=provenance(scenario, spec))
+    results = Results(summary, traces, pcaps=pcaps, provenance=provenance(scenario, spec))
     if out is not None:
         results.save(Path(out))
     return results
@@ -148,6 +151,18 @@ def _advance(sim: Any, scenario: Scenario, progress: Progress | None) -> None:
         # Stop at the end even if the engine did not say so, rather than loop forever.
         if done or target >= end_ps:
             return
+
+
+def _fill_requests(engine: dict[str, Any], table: dict[str, list[Any]] | None) -> None:
+    """Each flow's summary `requests` from the requests table, which holds
+    the same rows: the summary shares the table's numbers instead of
+    parsing a copy of them (a run of short flows has one row per connection)."""
+    if not table:
+        return
+    flows = engine.get("flows", {})
+    columns = [column_list(table[c]) for c in ("flow", "size_bytes", "start_s", "end_s")]
+    for name, size, start, end in zip(*columns, strict=True):
+        flows[name]["requests"].append({"size_bytes": size, "start_s": start, "end_s": end})
 
 
 def _summary(engine: dict[str, Any], sim: Any, scenario: Scenario, wall_s: float) -> dict[str, Any]:

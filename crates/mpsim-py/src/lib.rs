@@ -81,8 +81,11 @@ impl Simulation {
         self.inner.packet_hops()
     }
 
-    fn summary_json(&self) -> String {
-        self.inner.summary().to_string()
+    /// The summary as JSON; with `requests` false every flow's `requests`
+    /// list is empty (the same rows are in the requests table).
+    #[pyo3(signature = (requests = true))]
+    fn summary_json(&self, requests: bool) -> String {
+        self.inner.summary_json(requests)
     }
 
     /// `{interface: pcap file bytes}` for the interfaces of `record.pcap`.

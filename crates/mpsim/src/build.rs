@@ -214,6 +214,8 @@ impl Simulation {
             topo,
             routes,
             endpoints: Vec::new(),
+            free_endpoints: Vec::new(),
+            endpoints_created: 0,
             demux: FxHashMap::default(),
             tokens: FxHashMap::default(),
             flows: Vec::new(),
@@ -369,7 +371,7 @@ impl Simulation {
             server_link,
             client_links,
             active: 0,
-            conns: Vec::new(),
+            conns: Default::default(),
             tcp,
             receiver,
             delivered_bytes: 0,
@@ -377,6 +379,7 @@ impl Simulation {
             completion: None,
             requests: Vec::new(),
             udp_port: port,
+            released_paths: Default::default(),
         })
     }
 

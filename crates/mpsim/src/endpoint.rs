@@ -124,23 +124,6 @@ impl EpKind {
         }
     }
 
-    /// The summary rows of an MPTCP endpoint's subflows, kept when it is released.
-    pub fn closed_paths(&self) -> Vec<ClosedPath> {
-        let EpKind::Mptcp(c) = self else { return Vec::new() };
-        c.subflows()
-            .map(|s| ClosedPath {
-                local: s.sf.local,
-                remote: s.sf.remote,
-                local_port: s.sf.local_port,
-                remote_port: s.sf.remote_port,
-                rx_bytes: s.rx_bytes,
-                reinjected_bytes: s.reinjected_bytes,
-                backup: s.backup,
-                counters: RecoveryCounters::of(s.sf),
-            })
-            .collect()
-    }
-
     /// The 4-tuple of the endpoint's first subflow: (local, local port, remote, remote port).
     #[cfg(test)]
     pub fn first_tuple(&self) -> Option<(mpsim_core::Addr, u16, mpsim_core::Addr, u16)> {
@@ -160,19 +143,6 @@ impl EpKind {
             EpKind::Closed => RecoveryCounters::default(),
         }
     }
-}
-
-/// What the summary reports of one subflow of a released MPTCP endpoint.
-#[derive(Clone, Copy, Debug)]
-pub struct ClosedPath {
-    pub local: mpsim_core::Addr,
-    pub remote: mpsim_core::Addr,
-    pub local_port: u16,
-    pub remote_port: u16,
-    pub rx_bytes: u64,
-    pub reinjected_bytes: u64,
-    pub backup: bool,
-    pub counters: RecoveryCounters,
 }
 
 /// What one end's subflows did to recover from loss: the sender's

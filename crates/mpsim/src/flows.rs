@@ -2,7 +2,8 @@
 //! Application commands are carried out here; endpoint events become
 //! application inputs.
 
-use crate::endpoint::{ClosedPath, EpKind, RecoveryCounters};
+use crate::endpoint::{EpKind, RecoveryCounters};
+use crate::report::PathRows;
 use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, SizeDistSpec, ThinkSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimRng, SimTime};
@@ -42,15 +43,22 @@ pub(crate) struct Endpoint {
     pub flow: u32,
     pub conn: u32,
     pub side: Side,
+    /// Counts the wakeups armed in this slot; a wakeup of an earlier
+    /// generation (or of the slot's previous endpoint) is stale.
     pub generation: u32,
     pub scheduled: Option<SimTime>,
     /// Client interface link the connection uses.
     pub client_link: LinkId,
-    /// Final counters, kept when the connection is aborted or released.
+    /// Final counters, kept when the connection is aborted.
     pub counters: RecoveryCounters,
-    /// MPTCP: the subflows' summary rows, kept when the connection is released.
-    pub closed_paths: Vec<ClosedPath>,
     pub delivered_bytes: u64,
+    /// Endpoints made before this one in the run: orders the summary's rows
+    /// as if no slot were ever reused.
+    pub created: u64,
+    /// The slot holds no endpoint: the one it held was released, its
+    /// figures added to its flow's `released_paths`, and the slot waits
+    /// in `free_endpoints` for the next endpoint.
+    pub released: bool,
 }
 
 /// MPTCP settings of a flow.
@@ -66,10 +74,11 @@ pub(crate) struct MptcpFlow {
     pub penalisation: bool,
 }
 
-/// One connection of a flow: its two endpoints (once they exist).
+/// One connection of a flow: the slots of its two endpoints while they
+/// exist (the server's from its SYN on, neither after release).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ConnSlot {
-    pub client_ep: u32,
+    pub client_ep: Option<u32>,
     pub server_ep: Option<u32>,
 }
 
@@ -85,7 +94,9 @@ pub(crate) struct Flow {
     /// Client interfaces the flow may use, in preference order.
     pub client_links: Vec<(LinkId, u32)>,
     pub active: usize,
-    pub conns: Vec<ConnSlot>,
+    /// The connections that still hold an endpoint, by number (ordered:
+    /// a handover goes through them in order).
+    pub conns: std::collections::BTreeMap<u32, ConnSlot>,
     pub tcp: TcpConfig,
     /// The side whose application receives the flow's payload.
     pub receiver: Side,
@@ -96,6 +107,8 @@ pub(crate) struct Flow {
     pub fallback: bool,
     pub requests: Vec<(u32, u64, SimTime, SimTime)>,
     pub udp_port: u16,
+    /// The summary rows of the flow's released endpoints, added up.
+    pub released_paths: PathRows,
 }
 
 impl Flow {
@@ -216,9 +229,9 @@ impl Simulation {
     }
 
     fn endpoint_of(&self, flow: u32, conn: u32, side: Side) -> Option<u32> {
-        let slot = self.flows[flow as usize].conns.get(conn as usize)?;
+        let slot = self.flows[flow as usize].conns.get(&conn)?;
         match side {
-            Side::Client => Some(slot.client_ep),
+            Side::Client => slot.client_ep,
             Side::Server => slot.server_ep,
         }
     }
@@ -329,18 +342,17 @@ impl Simulation {
         let ep = self.push_endpoint(kind, client, flow, conn, Side::Client, link);
         self.demux.insert(demux_key(addr, port, server_addr, server_port), Demux::Ep(ep));
         self.demux.insert(demux_key(server_addr, server_port, addr, port), Demux::Pending { flow, conn });
-        let slots = &mut self.flows[flow as usize].conns;
-        let slot = ConnSlot { client_ep: ep, server_ep: None };
-        if slots.len() <= conn as usize {
-            slots.resize(conn as usize + 1, slot);
-        }
-        slots[conn as usize] = slot;
+        self.flows[flow as usize].conns.insert(conn, ConnSlot { client_ep: Some(ep), server_ep: None });
         self.work.push(ep);
     }
 
+    /// Puts a new endpoint in the slot released last, or in a new slot.
+    /// (Linux frees a socket and allocates the next from its slab alike;
+    /// here the order of slots only has to be deterministic.)
     fn push_endpoint(&mut self, kind: EpKind, host: NodeId, flow: u32, conn: u32, side: Side, client_link: LinkId) -> u32 {
-        let ep = self.endpoints.len() as u32;
-        self.endpoints.push(Endpoint {
+        let created = self.endpoints_created;
+        self.endpoints_created += 1;
+        let mut e = Endpoint {
             kind,
             host,
             flow,
@@ -350,10 +362,24 @@ impl Simulation {
             scheduled: None,
             client_link,
             counters: RecoveryCounters::default(),
-            closed_paths: Vec::new(),
             delivered_bytes: 0,
-        });
-        ep
+            created,
+            released: false,
+        };
+        match self.free_endpoints.pop() {
+            Some(ep) => {
+                // The slot's generation goes on: wakeups still queued for
+                // the endpoint it held stay stale.
+                e.generation = self.endpoints[ep as usize].generation;
+                self.endpoints[ep as usize] = e;
+                self.sampler.forget_endpoint(ep as usize);
+                ep
+            }
+            None => {
+                self.endpoints.push(e);
+                (self.endpoints.len() - 1) as u32
+            }
+        }
     }
 
     /// The client's usable interfaces; the first one up is the initial address (id 0).
@@ -473,11 +499,14 @@ impl Simulation {
                 }
             }
         };
-        let client_ep = f.conns[conn as usize].client_ep;
+        // A SYN of a connection whose client is gone opens nothing.
+        let Some(client_ep) = f.conns.get(&conn).and_then(|s| s.client_ep) else { return };
         let client_link = self.endpoints[client_ep as usize].client_link;
         let ep = self.push_endpoint(kind, host, flow, conn, Side::Server, client_link);
         self.demux.insert(key, Demux::Ep(ep));
-        self.flows[flow as usize].conns[conn as usize].server_ep = Some(ep);
+        if let Some(slot) = self.flows[flow as usize].conns.get_mut(&conn) {
+            slot.server_ep = Some(ep);
+        }
         self.work.push(ep);
         self.drain_work();
     }
@@ -647,7 +676,7 @@ impl Simulation {
             self.dirs[(2 * link.0 + side) as usize].params.up
         });
         let Some(next) = next else { return };
-        let eps: Vec<u32> = f.conns.iter().flat_map(|s| [Some(s.client_ep), s.server_ep]).flatten().collect();
+        let eps: Vec<u32> = f.conns.values().flat_map(|s| [s.client_ep, s.server_ep]).flatten().collect();
         for ep in eps {
             self.abort(ep);
         }
@@ -658,7 +687,8 @@ impl Simulation {
     /// Frees a finished endpoint's state (RFC 9293: the TCB is deleted
     /// when TIME_WAIT ends; Linux frees the MPTCP socket when its subflows
     /// are gone): its tuples and token go, later segments for them are
-    /// reset, and only what the summary reports stays.
+    /// reset, what the summary reports is added to its flow's totals, and
+    /// the slot is reused.
     pub(crate) fn release(&mut self, ep: u32) {
         let e = &self.endpoints[ep as usize];
         let host = e.host;
@@ -674,9 +704,27 @@ impl Simulation {
                 self.tokens.remove(&(host, token));
             }
         }
-        let e = &mut self.endpoints[ep as usize];
-        e.closed_paths = e.kind.closed_paths();
+        let e = &self.endpoints[ep as usize];
+        let (flow, conn, side) = (e.flow as usize, e.conn, e.side);
+        for row in self.path_rows(e) {
+            self.flows[flow].released_paths.add(row);
+        }
+        let conns = &mut self.flows[flow].conns;
+        if let Some(slot) = conns.get_mut(&conn) {
+            let held = if side == Side::Client { &mut slot.client_ep } else { &mut slot.server_ep };
+            if *held == Some(ep) {
+                *held = None;
+            }
+            if slot.client_ep.is_none() && slot.server_ep.is_none() {
+                conns.remove(&conn);
+            }
+        }
         self.abort(ep);
+        let e = &mut self.endpoints[ep as usize];
+        e.released = true;
+        e.counters = RecoveryCounters::default();
+        e.delivered_bytes = 0;
+        self.free_endpoints.push(ep);
     }
 
     pub(crate) fn abort(&mut self, ep: u32) {
@@ -748,11 +796,11 @@ mod tests {
             assert_eq!(unique.len(), live.len(), "{transport}: two live connections share a 4-tuple");
             assert_eq!(live.len(), room as usize, "{transport}");
             // A connection that ends frees its tuple for the next one.
-            let first = sim.flows[0].conns[0].client_ep;
+            let first = sim.flows[0].conns[&0].client_ep.expect("the client endpoint exists");
             let freed = sim.endpoints[first as usize].kind.first_tuple();
             sim.abort(first);
             sim.connect(0, room + 10);
-            let again = sim.flows[0].conns[(room + 10) as usize].client_ep;
+            let again = sim.flows[0].conns[&(room + 10)].client_ep.expect("the client endpoint exists");
             assert_eq!(sim.endpoints[again as usize].kind.first_tuple(), freed, "{transport}");
             assert_eq!(live_client_tuples(&sim).len(), room as usize, "{transport}");
         }
@@ -772,7 +820,7 @@ mod tests {
     fn a_token_taken_on_the_host_makes_the_connection_draw_another_key() {
         let mut sim = http_flow("mptcp", 1, 10);
         sim.connect(0, 0);
-        let client_ep = sim.flows[0].conns[0].client_ep;
+        let client_ep = sim.flows[0].conns[&0].client_ep.expect("the client endpoint exists");
         let mut syn = Vec::new();
         sim.endpoints[client_ep as usize].kind.drain_transmit(sim.now, &mut syn);
         let syn = syn[0];
@@ -799,6 +847,11 @@ mod release_tests {
 
     /// `n` sequential 10 KB requests, each on a new connection, 50 ms apart.
     fn sequential_http(transport: &str, n: u32) -> Simulation {
+        sequential_http_recorded(transport, n, false)
+    }
+
+    /// `sequential_http`, sampling subflows every second if `subflows`.
+    fn sequential_http_recorded(transport: &str, n: u32, subflows: bool) -> Simulation {
         let d = || dir(100_000_000, 5.0, 1000, no_loss());
         let app = json!({"kind": "http", "sizes_bytes": [10_000], "repeat": n, "gap_ps": 50 * PS_PER_S / 1000,
                          "new_connection": true, "request_bytes": 100});
@@ -808,8 +861,40 @@ mod release_tests {
             "mss_bytes": 1448, "header_bytes": 66,
             "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
             "links": [link("c", "client", "r", d(), d()), link("s", "r", "server", d(), d())],
-            "flows": [flow], "record": {"interfaces": false, "subflows": false, "pcap": []}});
+            "flows": [flow], "record": {"interfaces": false, "subflows": subflows, "pcap": []}});
         Simulation::from_json(&spec.to_string()).expect("spec builds")
+    }
+
+    #[test]
+    fn every_connection_in_a_reused_slot_gets_its_own_last_trace_row() {
+        use crate::report_column::Column;
+        for transport in ["tcp", "mptcp"] {
+            // About 90 ms per connection: over two minutes, twice TIME_WAIT.
+            let n = 1500;
+            let mut sim = sequential_http_recorded(transport, n, true);
+            while !sim.run_until(sim.now() + mpsim_core::SimDuration::from_secs(10)) {}
+            assert!(sim.endpoints.len() < n as usize, "{transport}: slots were not reused");
+            let traces = sim.traces();
+            let table = &traces.iter().find(|(name, _)| name == "subflows").expect("subflows table").1;
+            let col = |name: &str| &table.columns.iter().find(|(c, _)| c == name).expect("column").1;
+            let (Column::I64(conn), Column::Str(side), Column::Str(state)) = (col("connection"), col("side"), col("state"))
+            else {
+                panic!("column types")
+            };
+            // Per (connection, side): its last rows (closed or time_wait).
+            let mut last_rows = std::collections::BTreeMap::new();
+            for i in 0..conn.len() {
+                if state[i] == "closed" || state[i] == "time_wait" {
+                    *last_rows.entry((conn[i], side[i].clone(), state[i].clone())).or_insert(0) += 1;
+                }
+            }
+            assert!(last_rows.values().all(|&k| k == 1), "{transport}: a subflow has two last rows");
+            // One end of every connection waits out TIME_WAIT (60 s), so
+            // is sampled in it, whichever slot it holds.
+            let waited: std::collections::BTreeSet<i64> =
+                last_rows.keys().filter(|(_, _, s)| s == "time_wait").map(|(c, _, _)| *c).collect();
+            assert_eq!(waited.len(), n as usize, "{transport}: connections without a time_wait row");
+        }
     }
 
     #[test]
@@ -833,6 +918,11 @@ mod release_tests {
                 // At most the connections of the last 60 s (about one per
                 // 70 ms) are held at once, whatever the count.
                 assert!(most_live <= 2 * 60_000 / 60, "{transport}: {most_live} live endpoints");
+                // Released slots are reused: the engine holds no more slots
+                // than connections were open at once.
+                let slots = sim.endpoints.len();
+                assert!(slots <= 2 * 60_000 / 60, "{transport}: {slots} endpoint slots for {n} connections");
+                assert_eq!(sim.summary_json(true), s.to_string(), "{transport}: the streamed summary differs");
                 per_connection.push(sim.packet_hops() as f64 / n as f64);
                 // The summary keeps one row per path (MPTCP: per subflow).
                 assert!(!f["subflows"].as_array().expect("subflows").is_empty());

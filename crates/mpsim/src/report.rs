@@ -48,11 +48,58 @@ struct FlowCols {
     goodput_bps: Vec<f64>,
 }
 
-/// A summary path entry being added up: (client interface, server
-/// interface, client port), [delivered, retransmitted, reinjected] bytes, backup.
-/// (client iface, server iface, client port or 0), (delivered, reinjected),
-/// loss-recovery counters, backup.
-type PathRow = ((String, String, u16), [u64; 2], RecoveryCounters, bool);
+/// What identifies a row of a flow's summary `subflows`: client
+/// interface, server interface and client port (0 for TCP, whose
+/// connections are merged per interface pair).
+type PathKey = (String, String, u16);
+
+/// One row of a flow's summary `subflows`, or one endpoint's share of it.
+#[derive(Clone, Debug)]
+pub(crate) struct PathRow {
+    key: PathKey,
+    /// Where the row first appears: (the endpoint's `created`, subflow
+    /// index). Rows are listed in this order.
+    first_seen: (u64, u32),
+    /// Payload delivered to the receiving application (0 from the sender).
+    delivered_bytes: u64,
+    reinjected_bytes: u64,
+    counters: RecoveryCounters,
+    backup: bool,
+}
+
+/// A flow's summary rows, merged by key. Only sums and ors: the order in
+/// which endpoints are added changes nothing but `first_seen`, the least.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PathRows {
+    rows: Vec<PathRow>,
+    index: rustc_hash::FxHashMap<PathKey, usize>,
+}
+
+impl PathRows {
+    pub fn add(&mut self, row: PathRow) {
+        match self.index.get(&row.key) {
+            Some(&i) => {
+                let x = &mut self.rows[i];
+                x.first_seen = x.first_seen.min(row.first_seen);
+                x.delivered_bytes += row.delivered_bytes;
+                x.reinjected_bytes += row.reinjected_bytes;
+                x.counters = x.counters + row.counters;
+                x.backup |= row.backup;
+            }
+            None => {
+                self.index.insert(row.key.clone(), self.rows.len());
+                self.rows.push(row);
+            }
+        }
+    }
+
+    /// The rows in the order they first appeared.
+    fn into_sorted(self) -> Vec<PathRow> {
+        let mut rows = self.rows;
+        rows.sort_unstable_by_key(|r| r.first_seen);
+        rows
+    }
+}
 
 /// What one subflow sample reads.
 struct SubflowRow<'a> {
@@ -174,13 +221,20 @@ pub(crate) struct Sampler {
     flows: FlowCols,
     last_flow: Vec<u64>,
     subflows: SubflowCols,
-    /// Per endpoint and subflow: its closing has been sampled (one last row).
+    /// Per endpoint slot and subflow: its closing has been sampled (one last row).
     closed_sampled: Vec<Vec<bool>>,
     connections: ConnectionCols,
     last_time: SimTime,
 }
 
 impl Sampler {
+    /// Slot `ep` holds a new endpoint: none of its subflows has been sampled closed.
+    pub fn forget_endpoint(&mut self, ep: usize) {
+        if let Some(seen) = self.closed_sampled.get_mut(ep) {
+            seen.clear();
+        }
+    }
+
     /// True the first time subflow `i` of endpoint `ep` is seen closed, false after.
     fn first_closed_sample(&mut self, ep: usize, i: usize) -> bool {
         if self.closed_sampled.len() <= ep {
@@ -279,8 +333,15 @@ impl Simulation {
     /// "closed", or "time_wait" for the side that waits out TIME_WAIT, with
     /// nothing left to send) for a subflow that ended since the last sample.
     /// A finished MPTCP connection's buffers are empty: no more rows.
+    /// Endpoints come in the order they were made, whichever slots they hold.
     fn sample_subflows(&mut self, t_s: f64) {
-        for (n, e) in self.endpoints.iter().enumerate() {
+        let mut live: Vec<(u64, usize)> = (self.endpoints.iter().enumerate())
+            .filter(|(_, e)| !matches!(e.kind, EpKind::Closed))
+            .map(|(n, e)| (e.created, n))
+            .collect();
+        live.sort_unstable();
+        for (_, n) in live {
+            let e = &self.endpoints[n];
             let side = if e.side == Side::Client { "client" } else { "server" };
             match &e.kind {
                 EpKind::Tcp(conn) => {
@@ -348,87 +409,60 @@ impl Simulation {
         mpsim_net::iface_of_addr(a).and_then(|(l, _)| self.links.get(l.index())).map_or_else(|| a.to_string(), |l| l.name.clone())
     }
 
-    /// Per-path entries of flow `i` and its retransmitted bytes. TCP
-    /// connections are merged per (client, server) interface pair; MPTCP
-    /// subflows are listed one by one.
-    fn subflow_summaries(&self, i: usize, dur_s: f64) -> (Vec<Value>, u64) {
-        let f = &self.flows[i];
-        let mut rows: Vec<PathRow> = Vec::new();
-        let mut add =
-            |key: (String, String, u16), d: u64, c: RecoveryCounters, j: u64, b: bool| match rows.iter_mut().find(|x| x.0 == key)
-            {
-                Some(x) => {
-                    x.1[0] += d;
-                    x.1[1] += j;
-                    x.2 = x.2 + c;
-                    x.3 |= b;
-                }
-                None => rows.push((key, [d, j], c, b)),
-            };
-        let server_iface = self.links[f.server_link.index()].name.clone();
-        let mut retx_total = 0;
-        for e in self.endpoints.iter().filter(|e| e.flow == i as u32) {
-            let receiving = e.side == f.receiver;
-            match &e.kind {
-                EpKind::Mptcp(c) => {
-                    for s in c.subflows() {
-                        let (client, server, port) = if e.side == Side::Client {
-                            (s.sf.local, s.sf.remote, s.sf.local_port)
-                        } else {
-                            (s.sf.remote, s.sf.local, s.sf.remote_port)
-                        };
-                        let c = RecoveryCounters::of(s.sf);
-                        retx_total += c.retransmitted_bytes;
-                        let key = (self.link_name_of(client), self.link_name_of(server), port);
-                        add(key, if receiving { s.rx_bytes } else { 0 }, c, s.reinjected_bytes, s.backup);
-                    }
-                }
-                EpKind::Closed if !e.closed_paths.is_empty() => {
-                    // A released MPTCP endpoint: the rows it left.
-                    for p in &e.closed_paths {
-                        let (client, server, port) = if e.side == Side::Client {
-                            (p.local, p.remote, p.local_port)
-                        } else {
-                            (p.remote, p.local, p.remote_port)
-                        };
-                        retx_total += p.counters.retransmitted_bytes;
-                        let key = (self.link_name_of(client), self.link_name_of(server), port);
-                        add(key, if receiving { p.rx_bytes } else { 0 }, p.counters, p.reinjected_bytes, p.backup);
-                    }
-                }
-                kind => {
-                    let c = match kind {
-                        EpKind::Closed => e.counters,
-                        k => k.counters(),
+    /// What endpoint `e` adds to its flow's summary rows: one row per
+    /// MPTCP subflow; for TCP (and an aborted MPTCP endpoint) one row of its
+    /// interface pair.
+    pub(crate) fn path_rows(&self, e: &crate::flows::Endpoint) -> Vec<PathRow> {
+        let f = &self.flows[e.flow as usize];
+        let receiving = e.side == f.receiver;
+        if let EpKind::Mptcp(c) = &e.kind {
+            return c
+                .subflows()
+                .enumerate()
+                .map(|(i, s)| {
+                    let (client, server, port) = if e.side == Side::Client {
+                        (s.sf.local, s.sf.remote, s.sf.local_port)
+                    } else {
+                        (s.sf.remote, s.sf.local, s.sf.remote_port)
                     };
-                    retx_total += c.retransmitted_bytes;
-                    let key = (self.links[e.client_link.index()].name.clone(), server_iface.clone(), 0);
-                    add(key, if receiving { e.delivered_bytes } else { 0 }, c, 0, false);
-                }
+                    PathRow {
+                        key: (self.link_name_of(client), self.link_name_of(server), port),
+                        first_seen: (e.created, i as u32),
+                        delivered_bytes: if receiving { s.rx_bytes } else { 0 },
+                        reinjected_bytes: s.reinjected_bytes,
+                        counters: RecoveryCounters::of(s.sf),
+                        backup: s.backup,
+                    }
+                })
+                .collect();
+        }
+        let counters = match &e.kind {
+            EpKind::Closed => e.counters,
+            k => k.counters(),
+        };
+        let server_iface = self.links[f.server_link.index()].name.clone();
+        vec![PathRow {
+            key: (self.links[e.client_link.index()].name.clone(), server_iface, 0),
+            first_seen: (e.created, 0),
+            delivered_bytes: if receiving { e.delivered_bytes } else { 0 },
+            reinjected_bytes: 0,
+            counters,
+            backup: false,
+        }]
+    }
+
+    /// The rows of flow `i`'s summary `subflows`: those of its released
+    /// endpoints and of those still held, in the order they first appeared.
+    /// TCP connections are merged per (client, server) interface pair;
+    /// MPTCP subflows are listed one by one.
+    fn flow_path_rows(&self, i: usize) -> Vec<PathRow> {
+        let mut rows = self.flows[i].released_paths.clone();
+        for e in self.endpoints.iter().filter(|e| e.flow == i as u32 && !e.released) {
+            for row in self.path_rows(e) {
+                rows.add(row);
             }
         }
-        let is_mptcp = f.mptcp.is_some();
-        let out = rows
-            .iter()
-            .map(|((ci, si, _), [d, j], c, b)| {
-                let mut v = json!({
-                    "client_interface": ci,
-                    "server_interface": si,
-                    "bytes_delivered": d,
-                    "goodput_bps": rate_bps(*d, dur_s),
-                    "retransmitted_bytes": c.retransmitted_bytes,
-                    "timeouts": c.timeouts,
-                    "fast_recoveries": c.fast_recoveries,
-                    "spurious_retransmissions": c.spurious_retransmissions,
-                });
-                if is_mptcp {
-                    v["reinjected_bytes"] = json!(j);
-                    v["backup"] = json!(b);
-                }
-                v
-            })
-            .collect();
-        (out, retx_total)
+        rows.into_sorted()
     }
 
     /// The trace tables, as columns.
@@ -522,10 +556,30 @@ impl Simulation {
 
     /// The run summary (docs/scenario-reference.md), without `mpsim_version`.
     pub fn summary(&self) -> Value {
+        self.summary_with(true)
+    }
+
+    /// The run summary as JSON text, the same as `summary().to_string()`,
+    /// or with every flow's `requests` empty (`with_requests` false: the
+    /// caller takes them from the requests table). The requests and the
+    /// subflow rows are written straight from their records: as a tree of
+    /// JSON values they cost some 500 and 1,200 bytes each, and a run of
+    /// short flows has one request per connection and up to one row per
+    /// port block.
+    pub fn summary_json(&self, with_requests: bool) -> String {
+        let summary = self.summary_with(false);
+        let out = SummaryOut { sim: self, summary: &summary, with_requests };
+        // Serializing values and plain numbers into a String cannot fail.
+        serde_json::to_string(&out).unwrap_or_default()
+    }
+
+    /// The summary; with `lists` false each flow's `subflows` and
+    /// `requests` are left empty.
+    fn summary_with(&self, lists: bool) -> Value {
         let mut flows = Map::new();
         for (i, _) in self.flows.iter().enumerate() {
             let f = &self.flows[i];
-            flows.insert(f.spec.name.clone(), self.flow_summary(i));
+            flows.insert(f.spec.name.clone(), self.flow_summary(i, lists));
         }
         let mut links = Map::new();
         let dur_ps = self.now.as_ps().max(1) as f64;
@@ -557,18 +611,32 @@ impl Simulation {
         })
     }
 
-    fn flow_summary(&self, i: usize) -> Value {
+    /// Flow `i`'s summary; with `with_lists` false its `subflows` and
+    /// `requests` are left empty.
+    /// Flow `i`'s time from its start to its completion, or to now.
+    fn flow_duration_s(&self, i: usize) -> f64 {
+        let f = &self.flows[i];
+        (f.completion.unwrap_or(self.now) - f.start()).as_secs_f64()
+    }
+
+    fn flow_summary(&self, i: usize, with_lists: bool) -> Value {
         let f = &self.flows[i];
         let start = f.start();
-        let until = f.completion.unwrap_or(self.now);
-        let dur_s = (until - start).as_secs_f64();
+        let dur_s = self.flow_duration_s(i);
         let goodput = rate_bps(f.delivered_bytes, dur_s);
-        let (subflows, retx_total) = self.subflow_summaries(i, dur_s);
-        let requests: Vec<Value> = f
-            .requests
-            .iter()
-            .map(|&(_, sz, s, e)| json!({"size_bytes": sz, "start_s": s.as_secs_f64(), "end_s": e.as_secs_f64()}))
-            .collect();
+        let rows = self.flow_path_rows(i);
+        let retx_total: u64 = rows.iter().map(|r| r.counters.retransmitted_bytes).sum();
+        let is_mptcp = f.mptcp.is_some();
+        let subflows: Vec<Value> = if with_lists {
+            rows.iter().map(|row| serde_json::to_value(PathRowOut { row, dur_s, is_mptcp }).unwrap_or_default()).collect()
+        } else {
+            Vec::new()
+        };
+        let requests: Vec<Value> = if with_lists {
+            f.requests.iter().map(|&r| serde_json::to_value(RequestOut(r)).unwrap_or_default()).collect()
+        } else {
+            Vec::new()
+        };
         let transport = match f.spec.transport {
             TransportSpec::Tcp => "tcp",
             TransportSpec::Udp => "udp",
@@ -591,5 +659,153 @@ impl Simulation {
             v["sent_bytes"] = json!(f.udp_sent_bytes);
         }
         v
+    }
+}
+
+/// The summary being written: its value, but each flow's requests from the
+/// flow's records.
+struct SummaryOut<'a> {
+    sim: &'a Simulation,
+    summary: &'a Value,
+    with_requests: bool,
+}
+
+/// A flow's summary, its requests from `requests` and its subflows from `rows`.
+struct FlowOut<'a> {
+    summary: &'a Value,
+    requests: &'a [(u32, u64, SimTime, SimTime)],
+    rows: Vec<PathRow>,
+    dur_s: f64,
+    is_mptcp: bool,
+}
+
+/// One row of a flow's summary `subflows`.
+struct PathRowOut<'a> {
+    row: &'a PathRow,
+    /// The flow's duration, for `goodput_bps`.
+    dur_s: f64,
+    /// MPTCP rows also report reinjections and the backup flag.
+    is_mptcp: bool,
+}
+
+impl serde::Serialize for PathRowOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (r, c) = (self.row, &self.row.counters);
+        let mut map = serializer.serialize_map(Some(if self.is_mptcp { 10 } else { 8 }))?;
+        map.serialize_entry("client_interface", &r.key.0)?;
+        map.serialize_entry("server_interface", &r.key.1)?;
+        map.serialize_entry("bytes_delivered", &r.delivered_bytes)?;
+        map.serialize_entry("goodput_bps", &rate_bps(r.delivered_bytes, self.dur_s))?;
+        map.serialize_entry("retransmitted_bytes", &c.retransmitted_bytes)?;
+        map.serialize_entry("timeouts", &c.timeouts)?;
+        map.serialize_entry("fast_recoveries", &c.fast_recoveries)?;
+        map.serialize_entry("spurious_retransmissions", &c.spurious_retransmissions)?;
+        if self.is_mptcp {
+            map.serialize_entry("reinjected_bytes", &r.reinjected_bytes)?;
+            map.serialize_entry("backup", &r.backup)?;
+        }
+        map.end()
+    }
+}
+
+/// One row of a flow's `requests`.
+struct RequestOut((u32, u64, SimTime, SimTime));
+
+/// The entries of a JSON object, with `f` writing the value of each.
+fn serialize_object<S: serde::Serializer>(
+    serializer: S,
+    object: &Value,
+    mut f: impl FnMut(&mut S::SerializeMap, &String, &Value) -> Result<(), S::Error>,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let Value::Object(entries) = object else { return serde::Serialize::serialize(object, serializer) };
+    let mut map = serializer.serialize_map(Some(entries.len()))?;
+    for (k, v) in entries {
+        f(&mut map, k, v)?;
+    }
+    map.end()
+}
+
+impl serde::Serialize for SummaryOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        serialize_object(serializer, self.summary, |map, k, v| {
+            if k == "flows" {
+                map.serialize_entry(k, &FlowsOut { sim: self.sim, flows: v, with_requests: self.with_requests })
+            } else {
+                map.serialize_entry(k, v)
+            }
+        })
+    }
+}
+
+/// The summary's `flows` object.
+struct FlowsOut<'a> {
+    sim: &'a Simulation,
+    flows: &'a Value,
+    with_requests: bool,
+}
+
+impl serde::Serialize for FlowsOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let flows = &self.sim.flows;
+        serialize_object(serializer, self.flows, |map, name, summary| {
+            // A name given twice keeps its first place and its last flow, as Map::insert.
+            let requests = match flows.iter().rposition(|f| &f.spec.name == name) {
+                Some(i) if self.with_requests => &flows[i].requests[..],
+                _ => &[][..],
+            };
+            let (rows, dur_s, is_mptcp) = match flows.iter().rposition(|f| &f.spec.name == name) {
+                Some(i) => (self.sim.flow_path_rows(i), self.sim.flow_duration_s(i), flows[i].mptcp.is_some()),
+                None => (Vec::new(), 0.0, false),
+            };
+            map.serialize_entry(name, &FlowOut { summary, requests, rows, dur_s, is_mptcp })
+        })
+    }
+}
+
+impl serde::Serialize for FlowOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Requests<'a>(&'a [(u32, u64, SimTime, SimTime)]);
+        impl serde::Serialize for Requests<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+                for &r in self.0 {
+                    seq.serialize_element(&RequestOut(r))?;
+                }
+                seq.end()
+            }
+        }
+        struct Rows<'a>(&'a FlowOut<'a>);
+        impl serde::Serialize for Rows<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let f = self.0;
+                let mut seq = serializer.serialize_seq(Some(f.rows.len()))?;
+                for row in &f.rows {
+                    seq.serialize_element(&PathRowOut { row, dur_s: f.dur_s, is_mptcp: f.is_mptcp })?;
+                }
+                seq.end()
+            }
+        }
+        serialize_object(serializer, self.summary, |map, k, v| match k.as_str() {
+            "requests" => map.serialize_entry(k, &Requests(self.requests)),
+            "subflows" => map.serialize_entry(k, &Rows(self)),
+            _ => map.serialize_entry(k, v),
+        })
+    }
+}
+
+impl serde::Serialize for RequestOut {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (_, size_bytes, start, end) = self.0;
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("size_bytes", &size_bytes)?;
+        map.serialize_entry("start_s", &start.as_secs_f64())?;
+        map.serialize_entry("end_s", &end.as_secs_f64())?;
+        map.end()
     }
 }

@@ -97,7 +97,12 @@ pub struct Simulation {
     pub(crate) traces_bw: Vec<Option<Vec<(u64, u64)>>>,
     pub(crate) topo: Topology,
     pub(crate) routes: Routes,
+    /// Endpoint slots; a released endpoint's slot is reused.
     pub(crate) endpoints: Vec<Endpoint>,
+    /// Released slots, the last released on top.
+    pub(crate) free_endpoints: Vec<u32>,
+    /// Endpoints made so far (each slot's `created`).
+    pub(crate) endpoints_created: u64,
     pub(crate) demux: FxHashMap<u128, Demux>,
     /// MPTCP tokens of server-side connections per host, for incoming
     /// MP_JOINs: (host, token) to endpoint.

@@ -5,13 +5,17 @@
 //! out-of-order by Wireshark's timing heuristic, which is allowed only for
 //! a frame whose sequence range was captured before at the sender (the
 //! network model never reorders without jitter); a spurious retransmission
-//! only as often as the receivers counted duplicate segments. Keep-alives,
-//! zero windows, ACKs of unseen data, reused ports and anything else fail.
+//! only as often as the receivers counted duplicate segments. Links with
+//! jitter reorder packets: downstream, an out-of-order segment is then
+//! allowed if a segment sent after it arrived before it. A reset only where
+//! the scenario removes a subflow, or in answer to an MP_JOIN that reached a
+//! connection already closing. Keep-alives, zero windows, ACKs of unseen
+//! data, reused ports and anything else fail.
 //! Skipped (with a note) when tshark is absent.
 
 mod common;
 
-use common::testbed::{bernoulli, download, run, Dumbbell, TwoPath, PS_PER_MS};
+use common::testbed::{bernoulli, dir, download, link, no_loss, run, Dumbbell, TwoPath, PS_PER_MS, PS_PER_S};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -29,6 +33,8 @@ struct Frame {
     seq_raw: u64,
     len: u64,
     messages: Vec<String>,
+    /// A SYN with MP_JOIN (MPTCP option subtype 1), not a SYN-ACK.
+    join_syn: bool,
 }
 
 fn frames(path: &Path) -> Vec<Frame> {
@@ -39,6 +45,7 @@ fn frames(path: &Path) -> Vec<Frame> {
         .args(["-T", "fields", "-E", "separator=|", "-E", "occurrence=a", "-E", "aggregator=;"])
         .args(["-e", "frame.number", "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tcp.seq_raw", "-e", "tcp.len"])
         .args(["-e", "_ws.expert.message", "-e", "_ws.expert.severity"])
+        .args(["-e", "tcp.flags.syn", "-e", "tcp.flags.ack", "-e", "tcp.options.mptcp.subtype"])
         .output()
         .expect("tshark runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -51,7 +58,10 @@ fn parse_frame(line: &str) -> Frame {
     let msgs: Vec<&str> = f.get(5).map_or(vec![], |m| m.split(';').collect());
     let sevs: Vec<u64> = f.get(6).map_or(vec![], |s| s.split(';').filter_map(|x| x.parse().ok()).collect());
     let messages = msgs.iter().zip(&sevs).filter(|(_, &s)| s >= NOTE).map(|(m, _)| m.to_string()).collect();
-    Frame { number: num(0), ports: (num(1) as u16, num(2) as u16), seq_raw: num(3), len: num(4), messages }
+    let flag = |i: usize| f.get(i).is_some_and(|x| *x == "1" || *x == "True");
+    let join = f.get(9).is_some_and(|x| x.split(';').any(|t| t == "1"));
+    let join_syn = flag(7) && !flag(8) && join;
+    Frame { number: num(0), ports: (num(1) as u16, num(2) as u16), seq_raw: num(3), len: num(4), messages, join_syn }
 }
 
 /// What a scenario may cause.
@@ -60,6 +70,18 @@ struct Allowed {
     loss_upstream: bool,
     /// Segments the receivers got twice (the summary's spurious count).
     spurious: u64,
+    /// Subflows are removed: an interface goes down under the fullmesh
+    /// path manager, whose peer resets them on the REMOVE_ADDR (as the
+    /// out-of-tree kernel's `mptcp_sub_force_close`).
+    resets: bool,
+}
+
+/// Also allowed everywhere: a reset answering an MP_JOIN SYN, which a
+/// connection that is no longer established refuses (Linux
+/// `mptcp_can_accept_new_subflow`): a short connection may close before
+/// its join arrives.
+fn answers_a_join(f: &Frame, joins: &BTreeSet<(u16, u16)>) -> bool {
+    joins.contains(&(f.ports.1, f.ports.0))
 }
 
 /// Checks every expert message of `capture`; `sender` is a capture at the
@@ -75,7 +97,20 @@ fn check(capture: &Path, sender: &Path, allowed: &Allowed) {
     let same_file = capture == sender;
     let mut spurious = 0;
     let mut unexpected = BTreeSet::new();
+    // Per direction of a subflow, the latest first transmission (the
+    // sender's frame number) among the segments captured so far.
+    let mut latest_sent: BTreeMap<(u16, u16), u64> = BTreeMap::new();
+    let mut joins = BTreeSet::new();
     for f in frames(capture) {
+        if f.join_syn {
+            joins.insert(f.ports);
+        }
+        let sent = sent_before.get(&(f.ports.0, f.ports.1, f.seq_raw)).copied();
+        let overtaken = !same_file && sent.is_some_and(|n| latest_sent.get(&f.ports).is_some_and(|&l| l > n));
+        if let Some(n) = sent {
+            let l = latest_sent.entry(f.ports).or_insert(n);
+            *l = (*l).max(n);
+        }
         for m in &f.messages {
             let ok = if m.starts_with("Duplicate ACK") || m.contains("connection closing") {
                 true
@@ -87,8 +122,17 @@ fn check(capture: &Path, sender: &Path, allowed: &Allowed) {
             } else if m.starts_with("Previous segment(s) not captured") {
                 allowed.loss_upstream
             } else if m.contains("out-of-order segment") {
-                // A retransmission: its first transmission came earlier.
-                sent_before.get(&(f.ports.0, f.ports.1, f.seq_raw)).is_some_and(|&n| !same_file || n < f.number)
+                // At the sender, a retransmission (its first transmission
+                // came earlier); downstream, a segment sent after its first
+                // transmission arrived before it: it is a retransmission or
+                // was reordered.
+                if same_file {
+                    sent.is_some_and(|n| n < f.number)
+                } else {
+                    overtaken
+                }
+            } else if m.starts_with("Connection reset") {
+                allowed.resets || answers_a_join(&f, &joins)
             } else {
                 false
             };
@@ -107,7 +151,8 @@ fn check(capture: &Path, sender: &Path, allowed: &Allowed) {
     );
 }
 
-/// A run's captures in a temporary folder, removed when dropped.
+/// A run's captures in a temporary folder, removed when dropped (kept
+/// for a look with Wireshark if MPSIM_KEEP_CAPTURES is set).
 struct Captures {
     dir: PathBuf,
 }
@@ -129,7 +174,9 @@ impl Captures {
 
 impl Drop for Captures {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if std::env::var_os("MPSIM_KEEP_CAPTURES").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
@@ -154,7 +201,7 @@ fn a_dumbbell_with_drop_tail_losses_raises_only_what_loss_causes() {
     let mut spec = d.spec();
     spec["record"]["pcap"] = json!(["rcv0:b0", "snd0:a0"]);
     let (s, c) = Captures::of(&spec, "dumbbell");
-    let allowed = Allowed { loss_upstream: true, spurious: spurious(&s) };
+    let allowed = Allowed { loss_upstream: true, spurious: spurious(&s), resets: false };
     check(&c.path("rcv0:b0"), &c.path("snd0:a0"), &allowed);
     check(&c.path("snd0:a0"), &c.path("snd0:a0"), &Allowed { loss_upstream: false, ..allowed });
 }
@@ -176,7 +223,7 @@ fn a_lossy_path_raises_only_what_loss_causes() {
         let (s, c) = Captures::of(&spec, mode);
         // Data is lost between the two capture points; the sender's own
         // capture sees everything it sent.
-        let allowed = Allowed { loss_upstream: true, spurious: spurious(&s) };
+        let allowed = Allowed { loss_upstream: true, spurious: spurious(&s), resets: false };
         check(&c.path("rcv0:b0"), &c.path("snd0:a0"), &allowed);
         check(&c.path("snd0:a0"), &c.path("snd0:a0"), &Allowed { loss_upstream: false, ..allowed });
     }
@@ -196,7 +243,7 @@ fn a_hundred_http_connections_raise_nothing_but_their_closes() {
     spec["record"]["pcap"] = json!(["rcv0:b0", "snd0:a0"]);
     let (s, c) = Captures::of(&spec, "http");
     assert_eq!(s["flows"]["f0"]["requests"].as_array().map(Vec::len), Some(100));
-    let none = Allowed { loss_upstream: false, spurious: 0 };
+    let none = Allowed { loss_upstream: false, spurious: 0, resets: false };
     check(&c.path("rcv0:b0"), &c.path("snd0:a0"), &none);
     check(&c.path("snd0:a0"), &c.path("snd0:a0"), &none);
 }
@@ -213,9 +260,105 @@ fn an_mptcp_download_over_two_paths_raises_only_what_loss_causes() {
     let mut spec = t.spec();
     spec["record"]["pcap"] = json!(["client:p1", "client:p2", "server:wan"]);
     let (s, c) = Captures::of(&spec, "mptcp");
-    let allowed = Allowed { loss_upstream: true, spurious: spurious(&s) };
+    let allowed = Allowed { loss_upstream: true, spurious: spurious(&s), resets: false };
     for iface in ["client:p1", "client:p2"] {
         check(&c.path(iface), &c.path("server:wan"), &allowed);
     }
     check(&c.path("server:wan"), &c.path("server:wan"), &Allowed { loss_upstream: false, ..allowed });
+}
+
+/// scenarios/wifi-3g.toml as the front end gives it to the engine: an
+/// MPTCP (lia, fullmesh) download over wifi (4 Mbit/s, 10 ms, 50 packets,
+/// 1 ms jitter) and 3G (2 Mbit/s, 40 ms, 100 packets, 2 ms jitter) to a
+/// router, 100 Mbit/s and 5 ms on to the server; with `wifi_events` on
+/// the wifi link and 3G a backup path if `backup_3g`
+/// (scenarios/wifi-3g-backup.toml).
+fn wifi_3g(duration_s: u64, wifi_events: Value, backup_3g: bool) -> Value {
+    let jittered = |bw, delay_ms, queue, jitter_ms: u64| {
+        let mut d = dir(bw, delay_ms, queue, no_loss());
+        d["jitter_ps"] = json!(jitter_ms * PS_PER_MS);
+        d
+    };
+    let mut wifi = link("wifi", "client", "router", jittered(4_000_000, 10.0, 50, 1), jittered(4_000_000, 10.0, 50, 1));
+    wifi["events"] = wifi_events;
+    let g3 = link("3g", "client", "router", jittered(2_000_000, 40.0, 100, 2), jittered(2_000_000, 40.0, 100, 2));
+    let wan = link("wan", "router", "server", dir(100_000_000, 5.0, 100, no_loss()), dir(100_000_000, 5.0, 100, no_loss()));
+    let mut flow = TwoPath::mptcp_flow("ftp", "lia", download(None));
+    flow["rcvbuf_bytes"] = json!(6u64 << 20);
+    flow["start_jitter_ps"] = json!(50 * PS_PER_MS);
+    if backup_3g {
+        flow["backup_interfaces"] = json!(["3g"]);
+    }
+    json!({"name": "wifi-3g", "seed": 1, "duration_ps": duration_s * PS_PER_S, "sample_interval_ps": PS_PER_S,
+        "mss_bytes": 1448, "header_bytes": 66,
+        "nodes": [{"name": "client", "kind": "host"}, {"name": "router", "kind": "router"}, {"name": "server", "kind": "host"}],
+        "links": [wifi, g3, wan], "flows": [flow],
+        "record": {"interfaces": false, "subflows": false, "pcap": ["client:wifi", "client:3g", "server:wan"]}})
+}
+
+/// Checks the client's two captures against the server's, and the
+/// server's own: queues drop (loss upstream of the client) and jitter
+/// reorders.
+fn check_wifi_3g(spec: &Value, tag: &str, resets: bool) {
+    let (s, c) = Captures::of(spec, tag);
+    assert!(s["flows"]["ftp"]["bytes_delivered"].as_u64().unwrap_or(0) > 1_000_000, "{tag}: {s}");
+    let allowed = Allowed { loss_upstream: true, spurious: spurious(&s), resets };
+    for iface in ["client:wifi", "client:3g"] {
+        check(&c.path(iface), &c.path("server:wan"), &allowed);
+    }
+    check(&c.path("server:wan"), &c.path("server:wan"), &Allowed { loss_upstream: false, ..allowed });
+}
+
+#[test]
+fn the_wifi_3g_scenario_raises_only_what_its_queues_and_jitter_cause() {
+    if !common::tshark::installed_or_skip("expert-info test") {
+        return;
+    }
+    check_wifi_3g(&wifi_3g(30, json!([]), false), "wifi-3g", false);
+}
+
+#[test]
+fn a_wifi_failure_and_return_under_mptcp_raises_only_what_it_causes() {
+    if !common::tshark::installed_or_skip("expert-info test") {
+        return;
+    }
+    // scenarios/wifi-3g-backup.toml: wifi down at 30 s and back at 50 s,
+    // 3G a backup path until then, wifi the backup from 70 to 90 s.
+    let at = |s: u64| json!(s * PS_PER_S);
+    let event = |t: u64, up: Value, backup: Value| {
+        json!({"at_ps": at(t), "direction": "both", "up": up, "bandwidth_bps": null, "delay_ps": null,
+               "loss": null, "queue": null, "jitter_ps": null, "backup": backup})
+    };
+    let events = json!([
+        event(30, json!(false), Value::Null),
+        event(50, json!(true), Value::Null),
+        event(70, Value::Null, json!(true)),
+        event(90, Value::Null, json!(false)),
+    ]);
+    // The wifi subflow removed at 30 s is reset by the server.
+    check_wifi_3g(&wifi_3g(120, events, true), "wifi-3g-backup", true);
+}
+
+#[test]
+fn a_hundred_mptcp_http_connections_raise_nothing_but_their_closes() {
+    if !common::tshark::installed_or_skip("expert-info test") {
+        return;
+    }
+    // Two lossless paths with room in their queues: nothing is lost,
+    // and each connection ends by the DATA_FIN exchange and subflow FINs.
+    let mut t = TwoPath::new([10_000_000, 10_000_000], [10.0, 20.0]);
+    t.queue_pkts = [1000, 1000];
+    t.duration_s = 90.0;
+    let app = json!({"kind": "http", "sizes_bytes": [10_000], "repeat": 100, "gap_ps": 100 * PS_PER_MS,
+                     "new_connection": true, "request_bytes": 100});
+    t.flows = vec![TwoPath::mptcp_flow("web", "lia", app)];
+    let mut spec = t.spec();
+    spec["record"] = json!({"interfaces": false, "subflows": false, "pcap": ["client:p1", "client:p2", "server:wan"]});
+    let (s, c) = Captures::of(&spec, "mptcp-http");
+    assert_eq!(s["flows"]["web"]["requests"].as_array().map(Vec::len), Some(100));
+    let none = Allowed { loss_upstream: false, spurious: 0, resets: false };
+    for iface in ["client:p1", "client:p2"] {
+        check(&c.path(iface), &c.path("server:wan"), &none);
+    }
+    check(&c.path("server:wan"), &c.path("server:wan"), &none);
 }

@@ -215,6 +215,8 @@ pub struct MptcpConnection {
     /// Subflow the peer's DATA_FIN came on: ours goes back on it (spec 11.1).
     pub(super) peer_data_fin_sub: Option<usize>,
     pub(super) peer_closed: bool,
+    /// The peer's DATA_FIN arrived and is not yet acknowledged.
+    pub(super) data_fin_ack_due: bool,
     pub(super) subflows_closed: bool,
     // Addresses.
     pub(super) remote_addrs: Vec<(u8, Addr)>,
@@ -298,6 +300,7 @@ impl MptcpConnection {
             peer_data_fin: None,
             peer_data_fin_sub: None,
             peer_closed: false,
+            data_fin_ack_due: false,
             subflows_closed: false,
             remote_addrs: Vec::new(),
             remote_port: 0,

@@ -95,6 +95,7 @@ impl MptcpConnection {
     pub(super) fn on_peer_data_fin_reached(&mut self) {
         if !self.peer_closed {
             self.peer_closed = true;
+            self.data_fin_ack_due = true;
             self.events.push_back(AppEvent::PeerClosed);
         }
     }

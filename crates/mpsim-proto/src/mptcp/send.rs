@@ -58,6 +58,9 @@ impl MptcpConnection {
     }
 
     fn fill(&mut self, now: SimTime) {
+        if self.data_fin_ack_due {
+            self.ack_data_fin(now);
+        }
         let wnd = self.rcv.window_bytes();
         for r in 0..self.subs.len() {
             let sub = &mut self.subs[r];
@@ -493,6 +496,31 @@ impl MptcpConnection {
         self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
         self.emit(p);
         self.data_fin_sent = true;
+    }
+
+    /// The peer's DATA_FIN arrived: a DATA_ACK for it at once on every
+    /// subflow, as Linux's `mptcp_check_data_fin` calls `mptcp_send_ack`
+    /// (net/mptcp/protocol.c; not after a fallback, whose FIN the subflow
+    /// acknowledges). A DATA_FIN on a segment without data gets no TCP
+    /// ACK, so when both ends close at once nothing else would carry the
+    /// DATA_ACK until a connection-level retransmission. Each ACK stands for
+    /// the subflow's own pending one.
+    fn ack_data_fin(&mut self, now: SimTime) {
+        self.data_fin_ack_due = false;
+        if self.state != MpState::Established {
+            return;
+        }
+        let wnd = self.rcv.window_bytes();
+        for r in 0..self.subs.len() {
+            if self.subs[r].gone || !self.subs[r].ready {
+                continue;
+            }
+            self.subs[r].sf.set_advertised_window(Some(wnd));
+            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
+            let dss = self.dss_for(r, &p);
+            self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
+            self.emit(p);
+        }
     }
 
     fn send_announcements(&mut self, now: SimTime) {

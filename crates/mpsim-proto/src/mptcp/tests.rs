@@ -426,3 +426,236 @@ fn opportunistic_retransmission_and_penalisation_are_switched_on_apart() {
         assert_eq!(stats.penalisations > 0, penalise, "{case}");
     }
 }
+
+/// Who closes first in a closing sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Closer {
+    Client,
+    Server,
+    /// Both at the same instant.
+    Both,
+}
+
+/// The one packet a closing sequence loses: the first of its kind that
+/// the client (`from_client`) or the server sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lost {
+    Nothing,
+    /// The segment carrying the DATA_FIN.
+    DataFin,
+    /// A subflow FIN.
+    Fin,
+    /// The first pure ACK sent after the peer's FIN arrived (its ACK).
+    FinAck,
+    /// The first DATA_ACK sent after the peer's DATA_FIN arrived.
+    DataFinAck,
+}
+
+fn carries_data_fin(p: &Packet) -> bool {
+    p.ext.mptcp().and_then(|m| m.dss).is_some_and(|d| d.data_fin)
+}
+
+fn carries_data_ack(p: &Packet) -> bool {
+    p.ext.mptcp().and_then(|m| m.dss).is_some_and(|d| d.data_ack.is_some())
+}
+
+/// What a closing sequence left.
+struct Closed {
+    ends: [MptcpConnection; 2],
+    delivered: [u64; 2],
+    /// When each end first had both DATA_FINs acknowledged.
+    finished_at: [Option<SimTime>; 2],
+    /// When each end first had every subflow closed.
+    subflows_closed_at: [Option<SimTime>; 2],
+    /// Every packet sent: (time, sent by the client, packet); lost ones too.
+    sent: Vec<(SimTime, bool, Packet)>,
+    /// The packet lost, if any was.
+    lost: Option<Packet>,
+    end: SimTime,
+}
+
+/// Client (Addr(1)) and server (Addr(2)) each send `bytes` over one
+/// 5 ms path; at 1 s `closer` closes, and an end whose peer has closed
+/// closes too (an application that answers a close). `lose` names the
+/// one packet lost, sent by the client if `from_client`.
+// The two ends are indexed alike in several arrays.
+#[allow(clippy::needless_range_loop)]
+fn close_sequence(closer: Closer, lose: Lost, from_client: bool, bytes: u64) -> Closed {
+    let one_way = SimDuration::from_millis(5);
+    let close_at = SimTime::ZERO + SimDuration::from_secs(1);
+    let mut client = MptcpConnection::connect(config(Addr(1), 1), (Addr(2), 80)).unwrap();
+    client.send(bytes);
+    let mut server: Option<MptcpConnection> = None;
+    let mut wire: Wire = Vec::new();
+    let mut out = Closed {
+        ends: [client, MptcpConnection::connect(config(Addr(9), 9), (Addr(8), 80)).unwrap()],
+        delivered: [0; 2],
+        finished_at: [None; 2],
+        subflows_closed_at: [None; 2],
+        sent: Vec::new(),
+        lost: None,
+        end: SimTime::ZERO,
+    };
+    // Per end: a FIN and a DATA_FIN from the peer have arrived; it has closed.
+    let (mut fin_in, mut data_fin_in, mut closed) = ([false; 2], [false; 2], [false; 2]);
+    let mut now = SimTime::ZERO;
+    let limit = SimTime::ZERO + SimDuration::from_secs(600);
+    loop {
+        // Applications: count deliveries, close at `close_at` or when the peer has.
+        for side in 0..2 {
+            let c = if side == 0 {
+                &mut out.ends[0]
+            } else if let Some(s) = server.as_mut() {
+                s
+            } else {
+                continue;
+            };
+            let mut peer_closed = false;
+            while let Some(e) = c.poll_event() {
+                match e {
+                    AppEvent::Delivered { bytes } => out.delivered[side] += bytes,
+                    AppEvent::PeerClosed => peer_closed = true,
+                    _ => {}
+                }
+            }
+            let mine = matches!((closer, side), (Closer::Both, _) | (Closer::Client, 0) | (Closer::Server, 1));
+            if !closed[side] && (peer_closed || (mine && now >= close_at)) {
+                closed[side] = true;
+                c.close();
+            }
+        }
+        // Each end sends what it has; the named packet is lost once.
+        for side in 0..2 {
+            let c = if side == 0 {
+                &mut out.ends[0]
+            } else if let Some(s) = server.as_mut() {
+                s
+            } else {
+                continue;
+            };
+            let mut packets = Vec::new();
+            c.drain_transmit(now, &mut packets);
+            for p in packets {
+                out.sent.push((now, side == 0, p));
+                let matches = match lose {
+                    Lost::Nothing => false,
+                    Lost::DataFin => carries_data_fin(&p),
+                    Lost::Fin => p.flags.has(mpsim_core::TcpFlags::FIN),
+                    Lost::FinAck => fin_in[side] && p.payload_bytes == 0 && !p.flags.has(mpsim_core::TcpFlags::FIN),
+                    Lost::DataFinAck => data_fin_in[side] && carries_data_ack(&p) && !carries_data_fin(&p),
+                };
+                if out.lost.is_none() && matches && (side == 0) == from_client {
+                    out.lost = Some(p);
+                    continue;
+                }
+                wire.push((now + one_way, side == 0, p));
+            }
+        }
+        for side in 0..2 {
+            let c = if side == 0 {
+                &out.ends[0]
+            } else if let Some(s) = server.as_ref() {
+                s
+            } else {
+                continue;
+            };
+            if c.is_finished() {
+                out.finished_at[side].get_or_insert(now);
+            }
+            if c.subflows().all(|s| s.gone || s.sf.is_closed()) {
+                out.subflows_closed_at[side].get_or_insert(now);
+            }
+        }
+        let timeouts = [out.ends[0].poll_timeout(), server.as_ref().and_then(|s| s.poll_timeout())];
+        let closes = [closer != Closer::Server && !closed[0], closer != Closer::Client && !closed[1]];
+        let next_close = closes.iter().any(|&c| c).then_some(close_at).filter(|&t| t > now);
+        let next_packet = wire.iter().map(|w| w.0).min();
+        let Some(next) = timeouts.into_iter().flatten().chain(next_packet).chain(next_close).min() else { break };
+        if next > limit {
+            break;
+        }
+        now = next.max(now);
+        if next_packet == Some(now) {
+            let i = wire.iter().position(|w| w.0 == now).unwrap();
+            let (_, to_server, p) = wire.remove(i);
+            let side = to_server as usize;
+            fin_in[side] |= p.flags.has(mpsim_core::TcpFlags::FIN);
+            data_fin_in[side] |= carries_data_fin(&p);
+            if !to_server {
+                out.ends[0].handle_segment(now, &p);
+            } else if let Some(s) = server.as_mut() {
+                s.handle_segment(now, &p);
+            } else {
+                let mut s = MptcpConnection::accept(config(Addr(2), 2), &p).unwrap();
+                s.send(bytes);
+                server = Some(s);
+            }
+        } else {
+            if out.ends[0].poll_timeout().is_some_and(|t| t <= now) {
+                out.ends[0].handle_timeout(now);
+            }
+            if let Some(s) = server.as_mut().filter(|s| s.poll_timeout().is_some_and(|t| t <= now)) {
+                s.handle_timeout(now);
+            }
+        }
+    }
+    out.ends[1] = server.expect("the SYN reached the server");
+    out.end = now;
+    out
+}
+
+/// The closing sequences of the acceptance list: each side first and
+/// both at once, with nothing lost and with each DATA_FIN, FIN and ACK
+/// lost (one at a time, from either side).
+fn closing_cases() -> Vec<(Closer, Lost, bool)> {
+    let mut cases = Vec::new();
+    for closer in [Closer::Client, Closer::Server, Closer::Both] {
+        cases.push((closer, Lost::Nothing, true));
+        for lose in [Lost::DataFin, Lost::Fin, Lost::FinAck, Lost::DataFinAck] {
+            for from_client in [true, false] {
+                cases.push((closer, lose, from_client));
+            }
+        }
+    }
+    cases
+}
+
+#[test]
+fn every_closing_sequence_ends_with_every_subflow_closed() {
+    for (closer, lose, from_client) in closing_cases() {
+        let out = close_sequence(closer, lose, from_client, 20_000);
+        let case = format!("{closer:?} closes, {lose:?} from the {} lost", if from_client { "client" } else { "server" });
+        assert!(lose == Lost::Nothing || out.lost.is_some(), "{case}: nothing of the kind was sent");
+        assert_eq!(out.delivered, [20_000; 2], "{case}");
+        for (side, c) in out.ends.iter().enumerate() {
+            // Both connection-level states are closed ...
+            assert!(c.data_fin_acked && c.peer_closed, "{case}, side {side}: {}", c.debug_line());
+            // ... and every subflow with them, by FIN, not by reset.
+            assert!(c.subflows().all(|s| s.gone || s.sf.is_closed()), "{case}, side {side}: {}", c.debug_line());
+            assert_eq!(c.poll_timeout(), None, "{case}, side {side}: a timer is left");
+        }
+        let resets = out.sent.iter().filter(|(_, _, p)| p.flags.has(mpsim_core::TcpFlags::RST)).count();
+        assert_eq!(resets, 0, "{case}: a subflow was reset");
+        // Nothing is sent once both ends have closed every subflow (no
+        // retransmission after TIME_WAIT).
+        let all_closed = out.subflows_closed_at.iter().flatten().max().copied().expect("both ends closed");
+        let late: Vec<_> = out.sent.iter().filter(|(t, _, _)| *t > all_closed).collect();
+        assert!(late.is_empty(), "{case}: sent after both ends closed at {all_closed:?}: {late:?}");
+        // TIME_WAIT (60 s) is the longest wait: nothing runs for minutes.
+        assert!(out.end.as_secs_f64() < 1.0 + 60.0 + 5.0, "{case}: ended at {:?}", out.end);
+    }
+}
+
+#[test]
+fn a_simultaneous_close_acknowledges_both_data_fins_within_about_one_rtt() {
+    // Item 1 of the issue: on a simultaneous close neither DATA_FIN was
+    // acknowledged until the connection-level timer fired about 0.4 s later.
+    let rtt = SimDuration::from_millis(10);
+    let out = close_sequence(Closer::Both, Lost::Nothing, true, 20_000);
+    let close_at = SimTime::ZERO + SimDuration::from_secs(1);
+    for side in 0..2 {
+        let at = out.finished_at[side].expect("both DATA_FINs acknowledged");
+        let took = at - close_at;
+        assert!(took <= rtt + SimDuration::from_millis(5), "side {side}: both DATA_FINs acknowledged {took:?} after the close");
+    }
+}

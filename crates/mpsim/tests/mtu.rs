@@ -125,7 +125,8 @@ fn bulk(timestamps: bool) -> (f64, u64, u64) {
     let (_, s) = run(&spec).expect("spec builds");
     let bn = &s["links"]["bottleneck"]["a_to_b"];
     assert_eq!(bn["drops"], 0);
-    (s["flows"]["f0"]["goodput_bps"].as_f64().unwrap(), bn["bytes"].as_u64().unwrap(), bn["packets"].as_u64().unwrap())
+    let goodput_bps = s["flows"]["f0"]["goodput_bps"].as_f64().expect("goodput in the summary");
+    (goodput_bps, bn["bytes"].as_u64().expect("link bytes"), bn["packets"].as_u64().expect("link packets"))
 }
 
 #[test]

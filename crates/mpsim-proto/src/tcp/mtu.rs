@@ -19,6 +19,11 @@ pub const TIMESTAMP_OPTION_BYTES: u32 = 12;
 pub const ETHERNET_HEADER_BYTES: u32 = 14;
 /// The default interface MTU (Ethernet).
 pub const DEFAULT_MTU_BYTES: u32 = 1500;
+/// The smallest MTU a scenario may set: the datagram every IPv4 host must
+/// accept (RFC 791), which leaves room for every option combination.
+pub const MIN_MTU_BYTES: u32 = 576;
+/// The largest: an IPv4 datagram's total length field.
+pub const MAX_MTU_BYTES: u32 = 65_535;
 /// Smallest payload a segment is cut to whatever the MTU (Linux
 /// `TCP_MIN_SND_MSS`, the `tcp_min_snd_mss` sysctl's default).
 pub const MIN_SND_MSS_BYTES: u32 = 48;

@@ -24,6 +24,7 @@ from .scenario import (
     CC_BY_TRANSPORT,
     CC_PARAMS,
     CONTROLLER_APPS,
+    DEFAULT_MTU_BYTES,
     DEFAULT_PATH_MANAGER,
     LINUX_COUPLED_CC,
     Flow,
@@ -34,6 +35,7 @@ from .scenario import (
 from .workloads import CdfError, load_bandwidth_bps, load_cdf
 
 Problem = tuple[Loc, str]
+ETHERNET_HEADER_BYTES = 14
 VEGAS_DEFAULTS = {"alpha": 2.0, "beta": 4.0}  # Linux tcp_vegas.c, the engine's defaults
 Trace = list[list[int]]
 
@@ -329,11 +331,19 @@ class _Checker:
             over = getattr(link, which)
             if over is not None:
                 self._load_trace(("link", i, which, "bandwidth_trace"), over.bandwidth_trace)
-                self._check_queue(("link", i, which, "queue"), over.queue)
-        self._check_queue(("link", i, "queue"), link.queue)
+                self._check_queue(("link", i, which, "queue"), over.queue, link)
+        self._check_queue(("link", i, "queue"), link.queue, link)
         for j, event in enumerate(link.events):
-            self._check_queue(("link", i, "events", j, "queue"), event.queue)
+            self._check_queue(("link", i, "events", j, "queue"), event.queue, link)
         self._check_qdisc(i, link)
+        self._check_mtu(i, link)
+
+    def _check_mtu(self, i: int, link: Link) -> None:
+        """An MTU sizes the segments of the hosts at the link's ends; between switches and
+        routers there is neither fragmentation nor path MTU discovery to model."""
+        kinds = [self.nodes[end].kind for end in link.between if end in self.nodes]
+        if link.mtu_bytes is not None and len(kinds) == 2 and "host" not in kinds:
+            self.add(("link", i, "mtu"), "mtu applies to links with a host at one end (set it on the hosts' links)")
 
     def _check_qdisc(self, i: int, link: Link) -> None:
         """A discipline's table goes with that discipline; RED needs its thresholds; CoDel holds
@@ -370,8 +380,11 @@ class _Checker:
         except TraceError as exc:
             self.add(loc, str(exc))
 
-    def _check_queue(self, loc: Loc, queue: dict[str, int] | None) -> None:
-        packet = self.sc.simulation.mss_bytes + self.sc.simulation.header_bytes
+    def _check_queue(self, loc: Loc, queue: dict[str, int] | None, link: Link) -> None:
+        # The largest frame: the MTU and its Ethernet header, or less under a set mss.
+        packet = (link.mtu_bytes or DEFAULT_MTU_BYTES) + ETHERNET_HEADER_BYTES
+        if self.sc.simulation.mss_bytes is not None:
+            packet = min(packet, self.sc.simulation.mss_bytes + self.sc.simulation.header_bytes)
         if queue is not None and "bytes" in queue and queue["bytes"] < packet:
             self.add(loc, f"a queue of {queue['bytes']} bytes cannot hold one {packet}-byte packet")
 

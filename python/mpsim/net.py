@@ -57,6 +57,7 @@ _QUANTITIES = {
     "duration", "sample_interval", "mss", "rcvbuf", "sndbuf", "rbuf", "bandwidth", "delay",
     "queue", "size", "sizes", "start", "stop", "delayed_ack_timeout", "min_rto", "time_wait", "request_size",
     "rate", "packet", "on", "off", "bitrate", "chunk", "at", "latency", "gap", "after_down", "start_jitter",
+    "mtu",
 }  # fmt: skip
 _ALIASES = {"bw": "bandwidth"}
 
@@ -118,6 +119,8 @@ def _example(key: str) -> str:
     examples = {"bandwidth": "'10Mbps'", "rate": "'1Mbps'", "bitrate": "'2Mbps'", "queue": "'100pkt'"}
     if key in examples:
         return examples[key]
+    if key == "mtu":
+        return "'1500B'"
     if key in ("mss", "rcvbuf", "sndbuf", "rbuf", "size", "sizes", "request_size", "packet"):
         return "'64KB'"
     return "'20ms'"

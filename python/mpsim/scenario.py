@@ -78,6 +78,11 @@ DEFAULT_ADD_ADDR_TIMEOUT_PS = 120 * 10**12  # Linux net.mptcp.add_addr_timeout
 # Linux path manager (MPTCP_PM_ADDR_MAX); each connection has a block of 16 ports.
 MAX_MPTCP_SUBFLOWS = 8
 CONTROLLER_APPS = ("shortest", "ecmp", "disjoint", "mpsshetn")
+# Interface MTU (IP packet) bounds: the datagram every IPv4 host accepts
+# (RFC 791) and the IPv4 total-length field; Ethernet's default.
+MIN_MTU_BYTES = 576
+MAX_MTU_BYTES = 65535
+DEFAULT_MTU_BYTES = 1500
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 
@@ -125,6 +130,15 @@ SubflowLimit = Annotated[StrictInt, Field(ge=0, le=MAX_MPTCP_SUBFLOWS)]
 Name = Annotated[str, AfterValidator(_name)]
 
 
+def _mtu(value: int) -> int:
+    if not MIN_MTU_BYTES <= value <= MAX_MTU_BYTES:
+        raise ValueError(f"mtu must be {MIN_MTU_BYTES} to {MAX_MTU_BYTES} bytes, got {value}")
+    return value
+
+
+MtuBytes = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_mtu)]
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -138,7 +152,8 @@ class Simulation(_Model):
     duration_ps: PositiveTimePs = Field(alias="duration")
     seed: Annotated[StrictInt, Field(ge=0, lt=2**64)] = 1
     sample_interval_ps: PositiveTimePs = Field(10**12, alias="sample_interval")
-    mss_bytes: PositiveSizeBytes = Field(1448, alias="mss")
+    # None: what the MTU leaves after the headers and options (1448 bytes with timestamps).
+    mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     header_bytes: SizeBytes = Field(66, alias="header_bytes")
     rcvbuf_bytes: PositiveSizeBytes = Field(DEFAULT_RCVBUF_BYTES, alias="rcvbuf")
     # Every flow starts up to this much after its `start` (a seeded draw per flow), unless it sets its own.
@@ -339,6 +354,8 @@ class Link(_QdiscKeys):
     jitter_ps: TimePs = Field(0, alias="jitter")
     bandwidth_trace: str | None = None
     strip_mptcp: StrictBool = False
+    # MTU of the interfaces at the link's host ends (both directions).
+    mtu_bytes: MtuBytes | None = Field(None, alias="mtu")
     a_to_b: Direction | None = None
     b_to_a: Direction | None = None
     events: list[LinkEvent] = Field(default_factory=list)

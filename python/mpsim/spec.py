@@ -78,6 +78,7 @@ def _link_spec(link: Link, traces: dict[str, list[list[int]]]) -> dict[str, Any]
         "b_to_a": _direction_spec(link, "b_to_a", traces),
         # Stable sort: events at the same time keep file order.
         "events": [e.to_spec() for e in sorted(link.events, key=lambda e: e.at_ps)],
+        **({"mtu_bytes": link.mtu_bytes} if link.mtu_bytes is not None else {}),
     }
 
 

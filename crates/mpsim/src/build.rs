@@ -9,6 +9,7 @@ use mpsim_cc::{CcMode, Controller};
 use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
 use mpsim_net::qdisc::{CodelParams, FqCodelParams, RandomDropParams, RedParams};
 use mpsim_net::{iface_addr, LinkDir, LinkDirParams, LossModel, NodeKind, QdiscConfig, QueueLimit, Topology};
+use mpsim_proto::tcp::mtu::{DEFAULT_MTU_BYTES, MAX_MTU_BYTES, MIN_MTU_BYTES, TIMESTAMP_OPTION_BYTES};
 use mpsim_proto::TcpConfig;
 use mpsim_proto::{PathManagerKind, SchedulerKind};
 use rustc_hash::FxHashMap;
@@ -180,6 +181,9 @@ impl Simulation {
             if a == b {
                 return Err(invalid(format!("link '{}' connects '{}' to itself", l.name, l.a)));
             }
+            if l.mtu_bytes.is_some_and(|m| !(MIN_MTU_BYTES..=MAX_MTU_BYTES).contains(&m)) {
+                return Err(invalid(format!("link '{}': mtu must be {MIN_MTU_BYTES} to {MAX_MTU_BYTES} bytes", l.name)));
+            }
             for (side, n) in [(0u32, a), (1u32, b)] {
                 if nodes[n.index()].kind == NodeKind::Host {
                     nodes[n.index()].ifaces.push((LinkId(i as u32), side));
@@ -337,13 +341,16 @@ impl Simulation {
             Controller::new(&f.cc_spec(), cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
         }
         let mptcp = if f.transport == TransportSpec::Mptcp { Some(self.mptcp_flow(f, &client_links, &what)?) } else { None };
-        if f.mss_bytes == 0 || f.rcvbuf_bytes < f.mss_bytes as u64 {
-            return Err(invalid(format!("{what}: rcvbuf must hold at least one segment")));
+        if f.mss_bytes == Some(0) {
+            return Err(invalid(format!("{what}: mss must be positive")));
         }
         let defaults = TcpConfig::for_mode(cc_mode);
         let tcp = TcpConfig {
-            mss_bytes: f.mss_bytes,
-            header_bytes: spec.header_bytes,
+            max_payload_bytes: f.mss_bytes.unwrap_or(u32::MAX),
+            mtu_bytes: flow_mtu_bytes(spec, &client_links, self.host_ifaces(server, &what)?),
+            // The contract's header bytes include the timestamps option;
+            // subflows add it where it is negotiated.
+            header_bytes: spec.header_bytes.saturating_sub(TIMESTAMP_OPTION_BYTES),
             sack: f.sack,
             delayed_ack: f.delayed_ack,
             delayed_ack_timeout: SimDuration(f.delayed_ack_ps),
@@ -355,7 +362,11 @@ impl Simulation {
             rcvbuf_bytes: f.rcvbuf_bytes,
             ecn: f.ecn,
             ..defaults
-        };
+        }
+        .fitted();
+        if f.rcvbuf_bytes < tcp.mss_bytes as u64 {
+            return Err(invalid(format!("{what}: rcvbuf must hold at least one segment")));
+        }
         let (app, receiver) = make_app(&f.app, &SimRng::new(spec.seed, STREAM_FLOW_APP + i as u64));
         // The dynamic range: no Wireshark dissector claims these ports.
         let port = (49152 + i % 16384) as u16;
@@ -457,4 +468,19 @@ impl Simulation {
             self.queue.push(SimTime::ZERO + interval, Ev::Sample);
         }
     }
+}
+
+/// The MTU a flow's segments are sized for: the smallest of the interfaces
+/// it may use at the client and those of the server. As in Linux, each end
+/// sizes its segments for its own interface and the MSS the other end
+/// announced (`tcp_sync_mss`, `tcp_mss_clamp`); one size serves every
+/// subflow of an MPTCP connection, whose mappings are cut before the
+/// subflow is chosen.
+fn flow_mtu_bytes(spec: &Spec, client_links: &[(LinkId, u32)], server_links: &[(LinkId, u32)]) -> u32 {
+    client_links
+        .iter()
+        .chain(server_links)
+        .map(|(l, _)| spec.links[l.index()].mtu_bytes.unwrap_or(DEFAULT_MTU_BYTES))
+        .min()
+        .unwrap_or(DEFAULT_MTU_BYTES)
 }

@@ -9,12 +9,14 @@
 //! capture (spec section 13). The writer keeps no connection state: absolute
 //! sequence numbers come from an ISN derived from each direction's 4-tuple.
 //!
-//! Frame length versus `Packet::wire_bytes`: the model counts 66 header
-//! bytes (Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12) plus
-//! `SackBlocks::option_bytes` and `MptcpOpts::len_bytes`. Data segments and
-//! ACKs rendered here have exactly that length. They differ on SYNs (MSS,
-//! SACK-permitted and window scale make 20 option bytes, not 12) and when
-//! options had to be dropped to respect the 40-byte option limit.
+//! Frame length versus `Packet::wire_bytes`: the model counts 54 header
+//! bytes (Ethernet 14 + IPv4 20 + TCP 20), the timestamps option's 12 where
+//! the connection negotiated it (the packet carries `ts`), the SYN options
+//! and `SackBlocks::option_bytes` and `MptcpOpts::len_bytes`. Frames
+//! rendered here have exactly that length, but when options had to be
+//! dropped to respect the 40-byte option limit. Segments are sized for the
+//! interface MTU, so a frame is at most 14 bytes more than the MTU; the MSS
+//! option of a SYN shows 1460 (a 1500-byte MTU) whatever the MTU.
 
 use mpsim_core::checksum::{fold, sum_be16};
 use std::io::{self, Write};
@@ -47,8 +49,8 @@ const TCP_MAX_OPTION_BYTES: usize = 40;
 /// Window scale announced in every SYN; the window field of other segments
 /// is `wnd_bytes >> 7`.
 const WINDOW_SCALE_SHIFT: u8 = 7;
-/// MSS announced in SYNs: Linux's value for a 1500-byte MTU (the model's
-/// 1448-byte segments plus the 12 bytes of timestamps).
+/// MSS announced in SYNs: Linux's value for a 1500-byte MTU (the payload
+/// that fits after the IPv4 and TCP headers, options not counted).
 const SYN_MSS_BYTES: u16 = 1460;
 
 const OPT_EOL: u8 = 0;
@@ -99,7 +101,7 @@ impl<W: Write> PcapWriter<W> {
     pub fn write_packet(&mut self, time: SimTime, pkt: &Packet) -> io::Result<()> {
         self.frame.clear();
         let transport = match pkt.proto {
-            Proto::Tcp => tcp_header(time, pkt),
+            Proto::Tcp => tcp_header(pkt),
             Proto::Udp => udp_header(pkt),
         };
         let ip_total = IPV4_HEADER_BYTES + transport.len() + pkt.payload_bytes as usize;
@@ -199,8 +201,8 @@ fn udp_header(pkt: &Packet) -> Vec<u8> {
 }
 
 /// TCP header and options, checksum included.
-fn tcp_header(time: SimTime, pkt: &Packet) -> Vec<u8> {
-    let options = tcp_options(time, pkt);
+fn tcp_header(pkt: &Packet) -> Vec<u8> {
+    let options = tcp_options(pkt);
     let header_bytes = TCP_HEADER_BYTES + options.len();
     let own_isn = isn(pkt.src, pkt.sport, pkt.dst, pkt.dport);
     let ack = if pkt.flags.has(TcpFlags::ACK) { peer_isn(pkt).wrapping_add(pkt.ack as u32) } else { 0 };
@@ -250,25 +252,26 @@ fn peer_isn(pkt: &Packet) -> u32 {
 /// the list. Linux pads with NOPs, but Wireshark counts every NOP of a
 /// header and warns "4 NOP in a row" once there are four (the two before
 /// the timestamps plus two after a 26-byte DSS would trigger it).
-fn tcp_options(time: SimTime, pkt: &Packet) -> Vec<u8> {
+fn tcp_options(pkt: &Packet) -> Vec<u8> {
     let syn = pkt.flags.has(TcpFlags::SYN);
     let floor = if syn { SYN_BLOCK_NO_TS_BYTES } else { 0 };
     let mptcp = pkt.ext.mptcp().map_or_else(Vec::new, |m| mptcp_options(m, pkt.payload_bytes, TCP_MAX_OPTION_BYTES - floor));
     let mptcp_bytes = pad4(mptcp.len());
-    // RFC 7323: the segment's own option where the connection negotiated
-    // it; otherwise TSval is the same millisecond clock and TSecr 0.
-    let ts = pkt.ts.unwrap_or(Timestamps { val_ms: Timestamps::clock_ms(time), ecr_ms: 0 });
+    // RFC 7323: the option where the connection negotiated it (or a SYN
+    // offers it), as the model counts it.
+    let ts = pkt.ts;
     let mut out = Vec::with_capacity(TCP_MAX_OPTION_BYTES);
     if syn {
         let with_ts = SYN_BLOCK_BYTES + mptcp_bytes <= TCP_MAX_OPTION_BYTES;
-        push_syn_options(&mut out, with_ts.then_some(ts));
+        push_syn_options(&mut out, ts.filter(|_| with_ts));
     } else {
+        let ts_bytes = if ts.is_some() { TIMESTAMP_BLOCK_BYTES } else { 0 };
         let mut sack_blocks = pkt.sack.len.min(3) as usize;
         let sack_bytes = |n: usize| if n == 0 { 0 } else { 4 + 8 * n };
-        while sack_blocks > 0 && TIMESTAMP_BLOCK_BYTES + sack_bytes(sack_blocks) + mptcp_bytes > TCP_MAX_OPTION_BYTES {
+        while sack_blocks > 0 && ts_bytes + sack_bytes(sack_blocks) + mptcp_bytes > TCP_MAX_OPTION_BYTES {
             sack_blocks -= 1;
         }
-        if TIMESTAMP_BLOCK_BYTES + mptcp_bytes <= TCP_MAX_OPTION_BYTES {
+        if let Some(ts) = ts.filter(|_| ts_bytes + mptcp_bytes <= TCP_MAX_OPTION_BYTES) {
             out.extend_from_slice(&[OPT_NOP, OPT_NOP, OPT_TIMESTAMPS, 10]);
             out.extend_from_slice(&ts.val_ms.to_be_bytes());
             out.extend_from_slice(&ts.ecr_ms.to_be_bytes());
@@ -558,6 +561,7 @@ mod tests {
             payload_bytes,
             wire_bytes,
             ext,
+            ts: Some(Timestamps { val_ms: 7, ecr_ms: 3 }),
             ..Default::default()
         }
     }
@@ -697,6 +701,16 @@ mod tests {
             assert_eq!(orig_len, pkt.wire_bytes, "{pkt:?}");
             assert_eq!(frame.len(), orig_len as usize);
         }
+    }
+
+    #[test]
+    fn a_segment_without_timestamps_has_no_timestamps_option() {
+        let mut pkt = segment(TcpFlags::ACK, 1460, SackBlocks::default(), PacketExt::None);
+        pkt.ts = None;
+        pkt.wire_bytes = 1460 + 54;
+        let (orig_len, frame) = frame_of(&pkt);
+        assert_eq!(orig_len, 1514);
+        assert!(tcp_options_of(&frame).is_empty());
     }
 
     #[test]

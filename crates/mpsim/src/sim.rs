@@ -129,8 +129,8 @@ pub(crate) struct Capture {
     pub writer: crate::pcap::PcapWriter<Vec<u8>>,
 }
 
-/// Wire bytes of an RST without options (Ethernet, IPv4, TCP, timestamps).
-const TCP_RST_WIRE_BYTES: u32 = 66;
+/// Wire bytes of an RST without options (Ethernet 14, IPv4 20, TCP 20).
+const TCP_RST_WIRE_BYTES: u32 = 54;
 
 /// Demux key of a packet as its receiver sees it.
 pub(crate) fn demux_key(local: Addr, local_port: u16, remote: Addr, remote_port: u16) -> u128 {

@@ -12,7 +12,13 @@ pub struct Spec {
     pub seed: u64,
     pub duration_ps: u64,
     pub sample_interval_ps: u64,
-    pub mss_bytes: u32,
+    /// The default largest segment payload; flows carry their own. None:
+    /// what the MTU leaves.
+    #[serde(default)]
+    pub mss_bytes: Option<u32>,
+    /// Wire bytes of a segment beyond its payload: Ethernet, IPv4 and TCP
+    /// headers and the timestamps option (66); the option's 12 bytes only
+    /// where it is negotiated.
     pub header_bytes: u32,
     pub nodes: Vec<NodeSpec>,
     pub links: Vec<LinkSpec>,
@@ -188,6 +194,9 @@ pub struct LinkSpec {
     pub b_to_a: LinkDirSpec,
     #[serde(default)]
     pub events: Vec<LinkEventSpec>,
+    /// MTU of the interfaces at both ends, bytes (IP packet); None: 1500.
+    #[serde(default)]
+    pub mtu_bytes: Option<u32>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -319,7 +328,10 @@ pub struct FlowSpec {
     /// depends on `cc` (mpsim_cc::CC_PARAMS).
     #[serde(default)]
     pub cc_params: BTreeMap<String, f64>,
-    pub mss_bytes: u32,
+    /// Largest segment payload; None: what the MTU leaves after the
+    /// headers and options.
+    #[serde(default)]
+    pub mss_bytes: Option<u32>,
     pub rcvbuf_bytes: u64,
     #[serde(default)]
     pub sndbuf_bytes: Option<u64>,

@@ -20,7 +20,7 @@ use std::process::Command;
 use mpsim::pcap::PcapWriter;
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::time::PS_PER_MS;
-use mpsim_core::{Addr, Packet, PacketExt, SackBlocks, SimTime, TcpFlags};
+use mpsim_core::{Addr, Packet, PacketExt, SackBlocks, SimTime, TcpFlags, Timestamps};
 use mpsim_proto::mptcp::crypto;
 
 const KEY_C: u64 = 0x0123_4567_89ab_cdef;
@@ -116,6 +116,8 @@ impl Capture {
             payload_bytes: s.payload_bytes,
             wire_bytes: s.payload_bytes + HEADER_BYTES_MODEL + s.sack.option_bytes() + ext.option_bytes(),
             ext,
+            // A connection with timestamps, which HEADER_BYTES_MODEL counts.
+            ts: Some(Timestamps { val_ms: Timestamps::clock_ms(SimTime(time_ms * PS_PER_MS)), ecr_ms: 0 }),
             ..Default::default()
         };
         self.pkts.push((SimTime(time_ms * PS_PER_MS), pkt));

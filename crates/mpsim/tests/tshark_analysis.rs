@@ -10,7 +10,8 @@
 //! allowed if a segment sent after it arrived before it. A reset only where
 //! the scenario removes a subflow, or in answer to an MP_JOIN that reached a
 //! connection already closing. Keep-alives, zero windows, ACKs of unseen
-//! data, reused ports and anything else fail.
+//! data, reused ports and anything else fail. No frame may exceed the
+//! 1500-byte MTU plus the Ethernet header.
 //! Skipped (with a note) when tshark is absent.
 
 mod common;
@@ -23,6 +24,9 @@ use std::process::Command;
 
 /// Expert severities (Wireshark's PI_NOTE, PI_WARN, PI_ERROR).
 const NOTE: u64 = 0x40_0000;
+/// The default interface MTU and the Ethernet header around it.
+const MTU_BYTES: u64 = 1500;
+const ETHERNET_HEADER_BYTES: u64 = 14;
 
 /// One captured TCP frame and the expert messages of Note level and above.
 #[derive(Debug)]
@@ -32,6 +36,8 @@ struct Frame {
     ports: (u16, u16),
     seq_raw: u64,
     len: u64,
+    /// Bytes of the whole frame.
+    frame_bytes: u64,
     messages: Vec<String>,
     /// A SYN with MP_JOIN (MPTCP option subtype 1), not a SYN-ACK.
     join_syn: bool,
@@ -46,6 +52,7 @@ fn frames(path: &Path) -> Vec<Frame> {
         .args(["-e", "frame.number", "-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tcp.seq_raw", "-e", "tcp.len"])
         .args(["-e", "_ws.expert.message", "-e", "_ws.expert.severity"])
         .args(["-e", "tcp.flags.syn", "-e", "tcp.flags.ack", "-e", "tcp.options.mptcp.subtype"])
+        .args(["-e", "frame.len"])
         .output()
         .expect("tshark runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -61,7 +68,15 @@ fn parse_frame(line: &str) -> Frame {
     let flag = |i: usize| f.get(i).is_some_and(|x| *x == "1" || *x == "True");
     let join = f.get(9).is_some_and(|x| x.split(';').any(|t| t == "1"));
     let join_syn = flag(7) && !flag(8) && join;
-    Frame { number: num(0), ports: (num(1) as u16, num(2) as u16), seq_raw: num(3), len: num(4), messages, join_syn }
+    Frame {
+        number: num(0),
+        ports: (num(1) as u16, num(2) as u16),
+        seq_raw: num(3),
+        len: num(4),
+        frame_bytes: num(10),
+        messages,
+        join_syn,
+    }
 }
 
 /// What a scenario may cause.
@@ -102,6 +117,13 @@ fn check(capture: &Path, sender: &Path, allowed: &Allowed) {
     let mut latest_sent: BTreeMap<(u16, u16), u64> = BTreeMap::new();
     let mut joins = BTreeSet::new();
     for f in frames(capture) {
+        assert!(
+            f.frame_bytes <= ETHERNET_HEADER_BYTES + MTU_BYTES,
+            "{}: frame {} of {} bytes",
+            capture.display(),
+            f.number,
+            f.frame_bytes
+        );
         if f.join_syn {
             joins.insert(f.ports);
         }
@@ -361,4 +383,50 @@ fn a_hundred_mptcp_http_connections_raise_nothing_but_their_closes() {
         check(&c.path(iface), &c.path("server:wan"), &none);
     }
     check(&c.path("server:wan"), &c.path("server:wan"), &none);
+}
+
+/// (TCP payload, data-level length of its DSS mapping) of every MPTCP
+/// data segment that carries a mapping.
+fn mapped_segments(path: &Path) -> Vec<(u64, u64)> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(path)
+        .args(["-Y", "tcp.len > 0 && tcp.options.mptcp.datalvllen", "-T", "fields", "-E", "separator=|"])
+        .args(["-e", "tcp.len", "-e", "tcp.options.mptcp.datalvllen"])
+        .output()
+        .expect("tshark runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let num = |x: Option<&str>| x.and_then(|v| v.split(',').next()?.parse::<u64>().ok()).unwrap_or(0);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            let mut f = l.split('|');
+            (num(f.next()), num(f.next()))
+        })
+        .collect()
+}
+
+#[test]
+fn mptcp_segments_in_linux_mode_carry_what_the_mtu_leaves_beside_the_options() {
+    if !common::tshark::installed_or_skip("MTU test") {
+        return;
+    }
+    // Linux: 1500 - IPv4 20 - TCP 20 - timestamps 12 - DSS 28 = 1420.
+    let full = MTU_BYTES - 20 - 20 - 12 - 28;
+    let mut t = TwoPath::new([4_000_000, 2_000_000], [10.0, 30.0]);
+    t.duration_s = 20.0;
+    t.loss = [bernoulli(0.01), json!({"model": "none"})];
+    let mut flow = TwoPath::mptcp_flow("mp", "lia", download(Some(3_000_000)));
+    flow["cc_mode"] = json!("linux");
+    flow["mss_bytes"] = json!(null);
+    t.flows = vec![flow];
+    let mut spec = t.spec();
+    spec["record"]["pcap"] = json!(["client:p1", "client:p2", "server:wan"]);
+    let (s, c) = Captures::of(&spec, "mtu");
+    let allowed = Allowed { loss_upstream: true, spurious: spurious(&s), resets: false };
+    check(&c.path("server:wan"), &c.path("server:wan"), &Allowed { loss_upstream: false, ..allowed });
+    let segs = mapped_segments(&c.path("server:wan"));
+    assert!(segs.len() > 1000, "{} mapped segments", segs.len());
+    assert_eq!(segs.iter().map(|s| s.0).max(), Some(full));
+    assert!(segs.iter().all(|&(len, mapped)| len == mapped), "a mapping longer or shorter than its segment");
 }

@@ -8,7 +8,7 @@ use super::crypto;
 use super::{LocalAddr, MptcpConfig, MptcpEvent, PathManagerKind};
 use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
-use mpsim_core::mptcp::{MpOption, MptcpOpts};
+use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Addr, Packet, SimDuration, SimRng, SimTime, TcpFlags};
 use std::collections::VecDeque;
 
@@ -334,8 +334,24 @@ impl MptcpConnection {
         TcpConfig { rcvbuf_bytes: cfg.rcvbuf_bytes.saturating_mul(4), ..*cfg }
     }
 
+    /// Room for a DSS with a 64-bit DATA_ACK and mapping (and its checksum
+    /// if we ask for one) in every data segment, so that a mapping covers
+    /// what fits in the MTU beside it. Linux `tcp_current_mss` reserves
+    /// the same: `mptcp_established_options` without a segment counts a
+    /// full DSS (net/mptcp/options.c, `mptcp_established_options_dss`),
+    /// 28 bytes either way once padded.
+    fn sized(mut cfg: MptcpConfig) -> MptcpConfig {
+        let mapping = Some(DssMapping { dsn: 0, ssn: 0, len: 0 });
+        let checksum = cfg.dss_checksum.then_some(0);
+        let dss = Dss { data_ack: Some(0), ack64: true, dsn64: true, mapping, checksum, ..Default::default() };
+        cfg.tcp.data_option_bytes = MptcpOpts { dss: Some(dss), option: MpOption::None }.len_bytes();
+        cfg.tcp = cfg.tcp.fitted();
+        cfg
+    }
+
     /// Active open from the first local address to `remote`.
     pub fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
+        let cfg = Self::sized(cfg);
         let local = cfg.local_addrs.first().map_or(Addr(0), |a| a.addr);
         let tcp = Self::subflow_tcp(&cfg.tcp);
         let port = cfg.port_base;
@@ -350,15 +366,15 @@ impl MptcpConnection {
 
     /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
     pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
-        let tcp = Self::subflow_tcp(&cfg.tcp);
-        let mut c = Self::base(cfg, false)?;
+        let mut c = Self::base(Self::sized(cfg), false)?;
         c.remote_port = syn.sport;
         c.remote_addrs.push((0, syn.src));
         match syn.ext.mptcp().map(|m| m.option) {
             Some(MpOption::CapableSyn { checksum, .. }) => c.checksums = c.cfg.dss_checksum || checksum,
             _ => c.fall_back(),
         }
-        let sf = Subflow::accept(tcp, syn);
+        // After the fallback decision: a plain TCP subflow has no DSS to make room for.
+        let sf = Subflow::accept(Self::subflow_tcp(&c.cfg.tcp), syn);
         let id = c.local_id_of(syn.dst);
         c.push_sub(Sub::new(sf, Kind::Initial, id, 0, false, 0));
         c.mevents.push_back(MptcpEvent::Token(c.local_token));
@@ -384,6 +400,12 @@ impl MptcpConnection {
         if self.state != MpState::Fallback {
             self.state = MpState::Fallback;
             self.mevents.push_back(MptcpEvent::Fallback);
+            // Plain TCP segments carry no DSS: they take the whole MTU again.
+            self.cfg.tcp.data_option_bytes = 0;
+            self.cfg.tcp = self.cfg.tcp.fitted();
+            for s in &mut self.subs {
+                s.sf.set_data_option_bytes(0);
+            }
         }
     }
 

@@ -5,13 +5,10 @@
 use super::connection::{Kind, MetaSeg, MpState, MptcpConnection};
 use super::crypto;
 use super::SchedulerKind;
+use crate::tcp::mtu::{ts_option_bytes, IP_TCP_HEADER_BYTES, TCP_OPTION_SPACE_BYTES};
 use crate::tcp::CcCtx;
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Packet, PacketExt, SimTime, TcpFlags};
-
-/// TCP option space (bytes) and what timestamps take of it.
-const TCP_OPTION_SPACE: u32 = 40;
-const TIMESTAMP_OPTION_BYTES: u32 = 12;
 
 /// Where the next segment comes from.
 #[derive(Clone, Copy, Debug)]
@@ -461,11 +458,19 @@ impl MptcpConnection {
     }
 
     /// Puts `opts` on `p`, trimming SACK blocks to the option space left
-    /// (as Linux does), and counts the bytes on the wire.
+    /// (as Linux `tcp_established_options` does) and, on a data segment,
+    /// to the room its mapping leaves in the MTU, and counts the bytes on
+    /// the wire.
     #[inline(always)]
     pub(super) fn attach(&self, p: &mut Packet, opts: MptcpOpts) {
         let mp = opts.len_bytes();
-        let room = TCP_OPTION_SPACE.saturating_sub(TIMESTAMP_OPTION_BYTES + mp);
+        let ts = ts_option_bytes(p.ts);
+        let by_space = TCP_OPTION_SPACE_BYTES.saturating_sub(ts + mp);
+        let by_mtu = match p.payload_bytes {
+            0 => u32::MAX,
+            len => self.cfg.tcp.mtu_bytes.saturating_sub(IP_TCP_HEADER_BYTES + ts + mp + len),
+        };
+        let room = by_space.min(by_mtu);
         let max_blocks = if room >= 10 { ((room - 2) / 8).min(3) as u8 } else { 0 };
         if p.sack.len > max_blocks {
             p.wire_bytes -= p.sack.option_bytes();

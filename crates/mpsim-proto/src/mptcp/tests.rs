@@ -659,3 +659,61 @@ fn a_simultaneous_close_acknowledges_both_data_fins_within_about_one_rtt() {
         assert!(took <= rtt + SimDuration::from_millis(5), "side {side}: both DATA_FINs acknowledged {took:?} after the close");
     }
 }
+
+/// The data segments of an MPTCP transfer of `bytes` whose ends use `tcp`
+/// and `dss_checksum` on both sides.
+fn data_segments(tcp: TcpConfig, checksum: bool, bytes: u64) -> Vec<Packet> {
+    let cfg = |addr, seed| MptcpConfig { tcp, dss_checksum: checksum, ..config(addr, seed) };
+    let mut client = MptcpConnection::connect(cfg(Addr(1), 1), (Addr(2), 80)).unwrap();
+    client.send(bytes);
+    client.close();
+    let out = drive(client, cfg(Addr(2), 2), |c, now, to_server, wire| send_all(c, now, to_server, wire, false));
+    assert_eq!(out.delivered, bytes);
+    out.log.into_iter().map(|l| l.2).filter(|p| p.payload_bytes > 0).collect()
+}
+
+#[test]
+fn a_dss_mapping_covers_what_fits_in_the_mtu_beside_the_options() {
+    // Linux: 1500 - IPv4 20 - TCP 20 - timestamps 12 - DSS 28 = 1420
+    // payload bytes per segment, checksums on or off (26 or 28 bytes of
+    // DSS, 28 once padded); 1432 without timestamps; a 1280-byte MTU 1200.
+    let linux = TcpConfig::for_mode(mpsim_cc::CcMode::Linux);
+    for (tcp, checksum, full) in [
+        (linux, false, 1420),
+        (linux, true, 1420),
+        (TcpConfig::default(), false, 1432),
+        (TcpConfig { mtu_bytes: 1280, ..linux }, false, 1200),
+    ] {
+        let segs = data_segments(tcp, checksum, 100_000);
+        assert_eq!(segs.iter().map(|p| p.payload_bytes).max(), Some(full), "{tcp:?} {checksum}");
+        for p in &segs {
+            assert!(p.wire_bytes <= tcp.mtu_bytes + 14, "{} bytes: {p:?}", p.wire_bytes);
+            if let Some(m) = p.ext.mptcp().and_then(|m| m.dss).and_then(|d| d.mapping) {
+                assert_eq!(m.len as u32, p.payload_bytes);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_connection_that_falls_back_to_tcp_sends_full_tcp_segments() {
+    // A server without MPTCP: plain TCP segments, no DSS to make room for.
+    let linux = TcpConfig::for_mode(mpsim_cc::CcMode::Linux);
+    let cfg = |addr, seed| MptcpConfig { tcp: linux, ..config(addr, seed) };
+    let mut client = MptcpConnection::connect(cfg(Addr(1), 1), (Addr(2), 80)).unwrap();
+    client.send(100_000);
+    client.close();
+    let strip = |c: &mut MptcpConnection, now, to_server, wire: &mut Wire| {
+        let mut out = Vec::new();
+        c.drain_transmit(now, &mut out);
+        for mut p in out {
+            p.wire_bytes -= p.ext.option_bytes();
+            p.ext = mpsim_core::PacketExt::None;
+            wire.push((now + SimDuration::from_millis(5), to_server, p));
+        }
+    };
+    let out = drive(client, cfg(Addr(2), 2), strip);
+    assert_eq!(out.delivered, 100_000);
+    let max = out.log.iter().map(|l| l.2.payload_bytes).max();
+    assert_eq!(max, Some(1448));
+}

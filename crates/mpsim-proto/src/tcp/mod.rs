@@ -9,6 +9,7 @@
 
 mod connection;
 mod ecn;
+pub mod mtu;
 mod recv;
 mod rtt;
 mod scoreboard;
@@ -68,9 +69,23 @@ pub enum AppEvent {
 /// minimum RTO: `Default` is reference mode (see `for_mode`).
 #[derive(Clone, Copy, Debug)]
 pub struct TcpConfig {
-    /// Segment payload.
+    /// Payload of a full data segment (Linux `tp->mss_cache` less the
+    /// options every data segment carries): what `mtu_bytes` leaves after
+    /// the headers and those options, at most `max_payload_bytes`. A
+    /// subflow refits its copy once the handshake tells whether timestamps
+    /// are on (`TcpConfig::fit_to_mtu`); congestion windows count segments
+    /// of this size.
     pub mss_bytes: u32,
-    /// Wire bytes per segment beyond the payload (Ethernet + IP + TCP + timestamps).
+    /// The configured largest payload (the scenario's `mss`); the MTU may
+    /// leave less.
+    pub max_payload_bytes: u32,
+    /// The interface MTU: the IP packet, headers and options included.
+    pub mtu_bytes: u32,
+    /// Option bytes every data segment carries besides timestamps and SACK
+    /// (MPTCP's DSS with DATA_ACK and mapping); 0 for plain TCP.
+    pub data_option_bytes: u32,
+    /// Wire bytes of a segment beyond its payload and TCP options: the
+    /// link framing and the IPv4 and TCP headers (Ethernet 14 + 20 + 20).
     pub header_bytes: u32,
     pub sack: bool,
     pub delayed_ack: bool,
@@ -117,7 +132,8 @@ impl TcpConfig {
                 timestamps: true,
                 min_rto: SimDuration::from_millis(200),
                 ..Default::default()
-            },
+            }
+            .fitted(),
         }
     }
 }
@@ -125,8 +141,12 @@ impl TcpConfig {
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
-            mss_bytes: 1448,
-            header_bytes: 66,
+            // 1500 - 40: no timestamps in reference mode.
+            mss_bytes: mtu::DEFAULT_MTU_BYTES - mtu::IP_TCP_HEADER_BYTES,
+            max_payload_bytes: mtu::DEFAULT_MTU_BYTES - mtu::IP_TCP_HEADER_BYTES,
+            mtu_bytes: mtu::DEFAULT_MTU_BYTES,
+            data_option_bytes: 0,
+            header_bytes: mtu::ETHERNET_HEADER_BYTES + mtu::IP_TCP_HEADER_BYTES,
             sack: true,
             delayed_ack: true,
             delayed_ack_timeout: SimDuration::from_millis(40),
@@ -146,9 +166,6 @@ impl Default for TcpConfig {
         }
     }
 }
-
-/// Extra wire bytes of a SYN or SYN/ACK (MSS, window scale, SACK permitted).
-pub const SYN_OPTION_BYTES: u32 = 8;
 
 #[cfg(test)]
 mod tests;

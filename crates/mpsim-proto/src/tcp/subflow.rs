@@ -4,10 +4,11 @@
 //! connection (`CcCtx`), so coupled controllers can see every subflow.
 
 use super::ecn::Ecn;
+use super::mtu::{syn_option_bytes, ts_option_bytes};
 use super::recv::Receiver;
 use super::rtt::RttEstimator;
 use super::scoreboard::{SackedInfo, Scoreboard, Seg, NO_TAG};
-use super::{AppEvent, TcpConfig, TcpState, SYN_OPTION_BYTES};
+use super::{AppEvent, TcpConfig, TcpState};
 use mpsim_cc::{AckSample, CaState, CcMode, CongestionController, Controller, SubflowCc};
 use mpsim_core::{Addr, Packet, Proto, SimDuration, SimTime, TcpFlags, Timestamps};
 use std::collections::VecDeque;
@@ -186,7 +187,9 @@ fn earliest(a: Option<SimTime>, b: Option<SimTime>) -> Option<SimTime> {
 }
 
 impl Subflow {
-    fn new(cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16), state: TcpState, is_client: bool) -> Self {
+    fn new(mut cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16), state: TcpState, is_client: bool) -> Self {
+        // Timestamps, if agreed, shrink the segments later (`negotiate_timestamps`).
+        cfg.fit_to_mtu(false);
         Subflow {
             cfg,
             local: local.0,
@@ -376,12 +379,36 @@ impl Subflow {
         self.snd_nxt + self.fin_sent as u64
     }
 
+    /// Payload of the next new segment: the full segment less the SACK
+    /// blocks it will carry (Linux `tcp_current_mss`). An MPTCP subflow
+    /// sends the full mappings its connection cut; its SACK blocks give
+    /// way to them instead (`segment`).
+    #[inline]
+    fn mss_now(&self) -> u64 {
+        let full = self.cfg.mss_bytes as u64;
+        if self.cfg.data_option_bytes > 0 || !self.cfg.sack {
+            return full;
+        }
+        let sack = self.rcv.sack_blocks();
+        if sack.len == 0 {
+            return full;
+        }
+        self.cfg.mss_now(self.ts_on, &sack) as u64
+    }
+
+    /// The options every data segment carries besides timestamps and SACK
+    /// changed (an MPTCP connection fell back to TCP): refits the segments.
+    pub fn set_data_option_bytes(&mut self, bytes: u32) {
+        self.cfg.data_option_bytes = bytes;
+        self.cfg.fit_to_mtu(self.ts_on);
+    }
+
     /// Aborts the subflow: the returned RST goes to the peer; no timers remain.
     pub fn abort(&mut self, now: SimTime) -> Packet {
         let seq = self.snd_nxt;
         let mut p = self.segment(seq, 0, TcpFlags::ACK | TcpFlags::RST, now);
         p.sack = Default::default();
-        p.wire_bytes = self.cfg.header_bytes;
+        p.wire_bytes = self.cfg.header_bytes + ts_option_bytes(p.ts);
         self.state = TcpState::Closed;
         self.rto_at = None;
         self.time_wait_at = None;
@@ -566,6 +593,8 @@ impl Subflow {
         if let Some(ts) = syn.ts.filter(|_| self.cfg.timestamps) {
             self.ts_on = true;
             self.ts_recent_ms = ts.val_ms;
+            // Linux `tcp_sync_mss` with the header length the handshake set.
+            self.cfg.fit_to_mtu(true);
         }
     }
 
@@ -1089,7 +1118,7 @@ impl Subflow {
         self.syn_pending = false;
         let flags = if self.is_client { TcpFlags::SYN } else { TcpFlags::SYN | TcpFlags::ACK };
         let mut p = self.segment(0, 0, flags, now);
-        p.wire_bytes += SYN_OPTION_BYTES;
+        p.wire_bytes += syn_option_bytes(p.ts.is_some());
         if self.rto_at.is_none() {
             self.arm_rto(now);
         }
@@ -1123,7 +1152,7 @@ impl Subflow {
         }
         if self.has_unsent_data() && self.state.can_send() {
             let write_end = self.write_ends.front().map_or(self.snd_limit, |w| w.0);
-            let len = mss.min(write_end - self.snd_nxt);
+            let len = mss.min(write_end - self.snd_nxt).min(self.mss_now());
             let in_window = self.snd_nxt + len <= self.peer_wnd_right || std::mem::take(&mut self.probe_pending);
             if !in_window {
                 if self.sb.is_empty() && self.rto_at.is_none() {
@@ -1249,7 +1278,11 @@ impl Subflow {
         if synced_rcv {
             f |= TcpFlags::ACK;
         }
-        let sack = if self.cfg.sack { self.rcv.sack_blocks() } else { Default::default() };
+        let mut sack = if self.cfg.sack { self.rcv.sack_blocks() } else { Default::default() };
+        // What does not fit gives way: on new data only with MPTCP (whose
+        // mappings are sized for full segments, `mss_now`), and on
+        // retransmissions, which Linux would split instead.
+        sack.len = self.cfg.sack_blocks_fitting(self.ts_on, &sack, payload);
         self.ack_pending = false;
         self.delack_at = None;
         self.unacked_segs = 0;
@@ -1277,7 +1310,7 @@ impl Subflow {
             wnd_bytes: self.adv_wnd_override.unwrap_or_else(|| self.rcv.window_bytes()),
             sack,
             payload_bytes: payload,
-            wire_bytes: payload + self.cfg.header_bytes + sack.option_bytes(),
+            wire_bytes: payload + self.cfg.header_bytes + ts_option_bytes(ts) + sack.option_bytes(),
             ext: Default::default(),
             ecn: Default::default(),
         };

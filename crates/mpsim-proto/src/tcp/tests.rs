@@ -161,7 +161,7 @@ impl Pair {
                     entered: !in_recovery(before.ca_state),
                     exited: !in_recovery(cc.ca_state),
                     sent_segs: self.client_data_segs - segs,
-                    pipe_pkts: self.client.sf.bytes_in_flight() as f64 / self.cfg.mss_bytes as f64,
+                    pipe_pkts: self.client.sf.bytes_in_flight() as f64 / self.client.sf.cfg.mss_bytes as f64,
                     cwnd_before_pkts: before.cwnd_pkts,
                     cwnd_pkts: cc.cwnd_pkts,
                     ssthresh_pkts: cc.ssthresh_pkts,
@@ -316,11 +316,14 @@ fn linux_prr() -> TcpConfig {
 
 /// Loses the first transmission of the data segments numbered in `segs` (0 is the first).
 fn lose_first_sends(segs: Vec<u64>) -> DropRule {
-    let mut lost = vec![];
+    let (mut lost, mut mss) = (vec![], None);
     Box::new(move |_, pk| {
-        // Only data segments are numbered.
-        let n = pk.seq.saturating_sub(1) / 1448;
-        let hit = pk.payload_bytes > 0 && segs.contains(&n) && !lost.contains(&n);
+        if pk.payload_bytes == 0 {
+            return false;
+        }
+        // Only data segments are numbered, in full segments (the first one's size).
+        let n = pk.seq.saturating_sub(1) / *mss.get_or_insert(pk.payload_bytes as u64);
+        let hit = segs.contains(&n) && !lost.contains(&n);
         if hit {
             lost.push(n);
         }
@@ -749,7 +752,7 @@ fn entering_recovery_never_raises_the_window() {
     // part of the FlightSize a loss halves (RFC 3042).
     let (mut c, first) = sending_client(TcpConfig::default(), "reno");
     assert_eq!(first.len(), 10);
-    let mss = 1448;
+    let mss = first[0].payload_bytes as u64;
     // SACKs for segments 1.. arrive one by one; segment 0 is lost.
     let mut now = SimTime::from_secs_f64(0.04);
     for k in 1..4u64 {
@@ -768,7 +771,7 @@ fn entering_recovery_never_raises_the_window() {
 fn a_timeout_in_recovery_halves_the_outstanding_data_not_the_pipe() {
     for (cfg, expected) in [(TcpConfig::default(), 2.5), (linux_prr(), 5.0)] {
         let (mut c, _) = sending_client(cfg, "reno");
-        let mss = 1448;
+        let mss = c.sf.cfg.mss_bytes as u64;
         c.handle_segment(SimTime::from_secs_f64(0.04), &ack_of(1, &[(1 + mss, 1 + 4 * mss)]));
         assert_eq!(c.cc().ca_state, CaState::Recovery);
         assert_eq!(c.cc().ssthresh_pkts, 5.0);
@@ -785,7 +788,7 @@ fn a_timeout_in_recovery_halves_the_outstanding_data_not_the_pipe() {
 #[test]
 fn controllers_get_the_rtt_of_the_newest_acknowledged_segment() {
     let (mut c, first) = sending_client_at(TcpConfig::default(), "vegas", SimTime::from_secs_f64(0.1));
-    let mss = 1448;
+    let mss = first[0].payload_bytes as u64;
     assert!(first.len() >= 2);
     // The first window was sent at 100 ms; what the first ACK (a 60 ms
     // sample) lets out goes at 160 ms.
@@ -840,7 +843,7 @@ proptest::proptest! {
         let cc = ["reno", "cubic", "vegas"][cc_idx];
         let cfg = if linux { linux_prr() } else { TcpConfig::default() };
         let (mut c, first) = sending_client(cfg, cc);
-        let mss = 1448u64;
+        let mss = first[0].payload_bytes as u64;
         let seg_of = |seq: u64| (seq - 1) / mss;
         let mut highest = first.iter().map(|p| seg_of(p.seq) + 1).max().unwrap_or(0);
         let mut cum = 0u64; // segments cumulatively acknowledged
@@ -929,4 +932,73 @@ fn the_initial_ssthresh_is_infinite_unless_set() {
     // Ten ACKs in slow start would reach 20 packets; the threshold stops it
     // at 15, and congestion avoidance adds a fraction.
     assert!(c.cc().cwnd_pkts >= 15.0 && c.cc().cwnd_pkts < 16.0, "{}", c.cc().cwnd_pkts);
+}
+
+/// The client's data segments of an upload of `bytes` with `cfg`, and
+/// every packet either end sent.
+fn upload_segments(bytes: u64, cfg: TcpConfig) -> (Vec<Packet>, Vec<Packet>) {
+    let mut p = upload(bytes, cfg);
+    p.run_until(SimTime::from_secs_f64(30.0));
+    assert_eq!(p.delivered_to_server, bytes);
+    let all: Vec<Packet> = p.wire_log.iter().map(|w| w.1).collect();
+    let data = all.iter().filter(|q| q.src == Addr(1) && q.payload_bytes > 0).copied().collect();
+    (data, all)
+}
+
+/// Every packet fits in the MTU: its wire bytes less the Ethernet header.
+fn assert_within_mtu(packets: &[Packet], mtu_bytes: u32) {
+    for q in packets {
+        assert!(q.wire_bytes - mtu::ETHERNET_HEADER_BYTES <= mtu_bytes, "{} wire bytes: {q:?}", q.wire_bytes);
+    }
+}
+
+#[test]
+fn segments_fill_a_1500_byte_mtu_with_or_without_timestamps() {
+    // Linux: 1460 payload bytes and 54 header bytes without timestamps,
+    // 1448 and 66 with them; 1514-byte frames either way.
+    for (timestamps, payload, header) in [(false, 1460, 54), (true, 1448, 66)] {
+        let cfg = TcpConfig { timestamps, ..TcpConfig::default() };
+        let (data, all) = upload_segments(100 * 1460, cfg);
+        assert_eq!(data.iter().map(|q| q.payload_bytes).max(), Some(payload), "timestamps {timestamps}");
+        for q in &data {
+            assert_eq!(q.wire_bytes, q.payload_bytes + header + q.sack.option_bytes(), "timestamps {timestamps}");
+        }
+        assert_within_mtu(&all, 1500);
+    }
+}
+
+#[test]
+fn a_small_mtu_makes_small_segments_and_mss_caps_them() {
+    let cfg = TcpConfig { mtu_bytes: 576, timestamps: true, ..TcpConfig::default() };
+    let (data, all) = upload_segments(50_000, cfg);
+    assert_eq!(data.iter().map(|q| q.payload_bytes).max(), Some(576 - 40 - 12));
+    assert_within_mtu(&all, 576);
+    // The configured mss caps the payload below what the MTU leaves.
+    let cfg = TcpConfig { max_payload_bytes: 1000, timestamps: true, ..TcpConfig::default() };
+    let (data, _) = upload_segments(50_000, cfg);
+    assert_eq!(data.iter().map(|q| q.payload_bytes).max(), Some(1000));
+}
+
+#[test]
+fn sack_blocks_on_a_data_segment_come_off_its_payload() {
+    // Both ends send; the server's data loses segments, so the client's
+    // data segments carry SACK blocks (Linux `tcp_current_mss` shrinks the
+    // segment by their length).
+    let cfg = TcpConfig { timestamps: true, ..TcpConfig::default() };
+    let mut p = Pair::new(cfg, "reno");
+    p.client.send(2_000_000);
+    p.drop = Box::new(|i, q| q.src == Addr(2) && q.payload_bytes > 0 && i % 37 == 0);
+    p.run_until(SimTime::from_secs_f64(0.05));
+    p.server.as_mut().unwrap().send(2_000_000);
+    p.run_until(SimTime::from_secs_f64(60.0));
+    assert_eq!((p.delivered_to_server, p.delivered_to_client), (2_000_000, 2_000_000));
+    let all: Vec<Packet> = p.wire_log.iter().map(|w| w.1).collect();
+    assert_within_mtu(&all, 1500);
+    let shrunk = all.iter().filter(|q| q.src == Addr(1) && q.payload_bytes > 0 && q.sack.len > 0);
+    let mut n = 0;
+    for q in shrunk {
+        assert!(q.payload_bytes + q.sack.option_bytes() <= 1448, "{q:?}");
+        n += (q.payload_bytes + q.sack.option_bytes() == 1448) as u32;
+    }
+    assert!(n > 0, "no full data segment carried SACK blocks");
 }

@@ -7,8 +7,10 @@ use serde_json::{json, Value};
 pub const PS_PER_MS: u64 = 1_000_000_000;
 pub const PS_PER_S: u64 = 1_000_000_000_000;
 
-/// Wire bytes of a full segment with the default MSS and headers.
-pub const FULL_FRAME_BYTES: u64 = 1448 + 66;
+/// Wire bytes of a full segment of the testbed's TCP flows in reference
+/// mode: their `mss_bytes` (1448) and the Ethernet, IPv4 and TCP headers
+/// (54; no timestamps). With timestamps (linux mode) a frame is 1514 bytes.
+pub const FULL_FRAME_BYTES: u64 = 1448 + 54;
 
 /// Payload capacity of a link: rate x MSS / wire size of a full segment.
 pub fn payload_capacity_bps(bw_bps: u64) -> f64 {

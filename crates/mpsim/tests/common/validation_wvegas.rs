@@ -4,7 +4,7 @@
 //! mpsim --example validation_wvegas` prints the figures; `tests/wvegas.rs`
 //! asserts them. `mode` is the flow's `cc_mode`.
 
-use super::testbed::{bdp_pkts, download, run, SharedBottleneck, TwoPath, FULL_FRAME_BYTES, PS_PER_S};
+use super::testbed::{bdp_pkts, download, run, SharedBottleneck, TwoPath, PS_PER_S};
 use super::validation::{goodput_after_bps, mean_srtt_s};
 use serde_json::{json, Value};
 
@@ -27,10 +27,15 @@ impl IdlePaths {
     }
 }
 
-/// Payload capacity of a 10 Mbit/s link for MPTCP segments (the DSS option
-/// takes 20 bytes of each 1514-byte frame's payload room).
-fn mptcp_capacity_bps() -> f64 {
-    BW_BPS as f64 * 1428.0 / FULL_FRAME_BYTES as f64
+/// Wire bytes of a full MPTCP segment: the 1500-byte MTU and Ethernet.
+const MPTCP_FRAME_BYTES: f64 = 1514.0;
+
+/// Payload capacity of a 10 Mbit/s link for MPTCP segments in `mode`: the
+/// 28-byte DSS leaves 1432 payload bytes of each frame, the timestamps of
+/// linux mode 1420.
+fn mptcp_capacity_bps(mode: &str) -> f64 {
+    let payload_bytes = if mode == "linux" { 1420.0 } else { 1432.0 };
+    BW_BPS as f64 * payload_bytes / MPTCP_FRAME_BYTES
 }
 
 /// The wVegas flow in `mode` with the flow keys of `extra` (e.g.
@@ -52,7 +57,7 @@ pub fn idle_paths(mode: &str, extra: &Value, duration_s: f64) -> IdlePaths {
     let per_path_bps = s["flows"]["mp"]["subflows"]
         .as_array()
         .map_or(vec![], |a| a.iter().map(|x| x["goodput_bps"].as_f64().unwrap_or(0.0)).collect());
-    IdlePaths { per_path_bps, capacity_bps: 2.0 * mptcp_capacity_bps() }
+    IdlePaths { per_path_bps, capacity_bps: 2.0 * mptcp_capacity_bps(mode) }
 }
 
 /// A two-subflow wVegas connection through one 10 Mbit/s, 40 ms RTT,
@@ -87,11 +92,11 @@ pub fn bottleneck(mode: &str, extra: &Value, tcp_until_s: f64, from_s: f64, dura
     }
     spec["record"] = json!({"interfaces": false, "subflows": true, "pcap": []});
     let (sim, _) = run(&spec).expect("testbed spec builds");
-    let frame_s = FULL_FRAME_BYTES as f64 * 8.0 / BW_BPS as f64;
+    let frame_s = MPTCP_FRAME_BYTES * 8.0 / BW_BPS as f64;
     let srtt_s = mean_srtt_s(&sim, "mptcp", from_s).unwrap_or(0.0);
     Bottleneck {
         goodput_bps: goodput_after_bps(&sim, "mptcp", from_s).unwrap_or(0.0),
-        capacity_bps: mptcp_capacity_bps(),
+        capacity_bps: mptcp_capacity_bps(mode),
         mean_queue_pkts: ((srtt_s - 2.0 * DELAY_MS / 1e3) / frame_s).max(0.0),
     }
 }

@@ -71,6 +71,9 @@ pub(super) struct Sub {
     /// Upstream scheduler: the subflow's `avg_pacing_rate`, bytes per
     /// second (0 until first scheduled).
     pub avg_pacing_rate_bps: u64,
+    /// Upstream scheduler: the subflow's `sk_sndbuf`, bytes of socket
+    /// memory, grown with its window (`tcp_sndbuf_expand`).
+    pub sndbuf_bytes: u64,
     /// Something happened on it since it was last asked what to send.
     pub dirty: bool,
     /// The scheduler queued data on it this round.
@@ -111,6 +114,7 @@ impl Sub {
             redundant_next: 1,
             last_penalised: None,
             avg_pacing_rate_bps: 0,
+            sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
             dirty: true,
             queued: false,
             prio_pending: false,
@@ -405,7 +409,8 @@ impl MptcpConnection {
     /// End of the new data that may be sent now: the peer's connection-level
     /// window, and the room in the send buffer (spec 7, 11.1).
     pub(super) fn send_limit(&self) -> u64 {
-        let buffer_end = self.cfg.sndbuf_bytes.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
+        let buffer = self.cfg.sndbuf_bytes.or_else(|| self.autotuned_sndbuf_bytes());
+        let buffer_end = buffer.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
         self.snd_wnd_right.min(buffer_end)
     }
 
@@ -829,7 +834,9 @@ impl MptcpConnection {
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }
+            self.expand_sndbuf(r);
         }
+        let sub = &mut self.subs[r];
         if sub.sf.stats.timeouts > sub.timeouts_seen {
             sub.timeouts_seen = sub.sf.stats.timeouts;
             // Upstream Linux leaves a timed-out subflow's data where it is:
@@ -869,6 +876,7 @@ impl MptcpConnection {
     }
 
     fn on_subflow_connected(&mut self, now: SimTime, r: usize) {
+        self.expand_sndbuf(r); // tcp_init_buffer_space
         let kind = self.subs[r].kind;
         if self.state == MpState::Fallback && kind == Kind::Initial {
             self.subs[r].ready = true;

@@ -5,7 +5,7 @@ use crate::tcp::AppEvent;
 use mpsim_core::mptcp::MpOption;
 use mpsim_core::{Packet, SimTime};
 
-fn config(addr: Addr, seed: u64) -> MptcpConfig {
+pub(super) fn config(addr: Addr, seed: u64) -> MptcpConfig {
     MptcpConfig {
         tcp: TcpConfig::default(),
         cc: "lia".into(),

@@ -208,7 +208,7 @@ mod tests {
         let mut s = RcvSpace::new(SimTime::ZERO, 1448);
         let mut now = SimTime::ZERO;
         for k in 1..30u64 {
-            now = now + SimDuration::from_millis(10);
+            now += SimDuration::from_millis(10);
             let before = s.rcvbuf_bytes;
             s.on_copied(now, 10_000 << k.min(20), rtt, 0);
             assert!(s.rcvbuf_bytes >= before);

@@ -215,6 +215,8 @@ pub struct MptcpConnection {
     pub(super) meta_backoff: u32,
     // Receiver.
     pub(super) rcv: Receiver,
+    /// Receive-buffer autotuning of the connection (`rcvbuf_auto`).
+    pub(super) rcv_space: Option<crate::buffers::RcvSpace>,
     pub(super) peer_data_fin: Option<u64>,
     /// Subflow the peer's DATA_FIN came on: ours goes back on it (spec 11.1).
     pub(super) peer_data_fin_sub: Option<usize>,
@@ -272,7 +274,8 @@ impl MptcpConnection {
         let local_key = rng.next_u64();
         let (local_token, local_idsn) = crypto::token_idsn_v1(local_key);
         let next_port = cfg.port_base.wrapping_add(1);
-        let rcvbuf = cfg.tcp.rcvbuf_bytes;
+        let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
+        let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
         Ok(MptcpConnection {
             cfg,
             is_client,
@@ -299,6 +302,7 @@ impl MptcpConnection {
             meta_rto_at: None,
             meta_backoff: 0,
             rcv: Receiver::new(1, rcvbuf),
+            rcv_space,
             peer_data_fin: None,
             peer_data_fin_sub: None,
             peer_closed: false,
@@ -331,8 +335,11 @@ impl MptcpConnection {
     }
 
     /// Subflows carry no buffer of their own: the connection's is shared.
+    /// An autotuned one may grow to `tcp_rmem[2]`, and the subflows'
+    /// follow it (`mptcp_rcv_space_adjust`).
     fn subflow_tcp(cfg: &TcpConfig) -> TcpConfig {
-        TcpConfig { rcvbuf_bytes: cfg.rcvbuf_bytes.saturating_mul(4), ..*cfg }
+        let rcvbuf = if cfg.rcvbuf_auto { crate::buffers::TCP_RMEM_BYTES[2] } else { cfg.rcvbuf_bytes };
+        TcpConfig { rcvbuf_bytes: rcvbuf.saturating_mul(4), rcvbuf_auto: false, ..*cfg }
     }
 
     /// Active open from the first local address to `remote`.
@@ -853,7 +860,7 @@ impl MptcpConnection {
     fn on_subflow_event(&mut self, now: SimTime, r: usize, ev: AppEvent) {
         match ev {
             AppEvent::Connected => self.on_subflow_connected(now, r),
-            AppEvent::Delivered { bytes } => self.on_subflow_data(r, bytes),
+            AppEvent::Delivered { bytes } => self.on_subflow_data(now, r, bytes),
             AppEvent::PeerClosed => {
                 if self.state == MpState::Fallback {
                     self.on_peer_data_fin_reached();

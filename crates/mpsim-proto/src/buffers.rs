@@ -14,7 +14,7 @@
 //! (`TCP_DEFAULT_SCALING_RATIO`, as `tcp_adv_win_scale = 1`), so received
 //! payload is taken to cost twice its size.
 
-use mpsim_core::{SimDuration, SimTime};
+use mpsim_core::{SimDuration, SimTime, Timestamps};
 
 /// `net.ipv4.tcp_wmem`: minimum, initial and maximum send buffer, bytes
 /// of socket memory.
@@ -138,6 +138,43 @@ impl RcvSpace {
     }
 }
 
+/// The receiver's RTT estimate from timestamps (`tcp_rcv_rtt_measure_ts`,
+/// `tcp_rcv_rtt_update` of Linux 6.16 and later): for each new TSecr on a
+/// full-size segment, the time since that TSval left; a smaller sample is
+/// taken at once, a larger one with weight 1/8. It includes the time the
+/// data waited in the sender's bottleneck queue, so DRS measures over the
+/// RTT the transfer actually sees.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RcvRtt {
+    /// `rcv_rtt_est.rtt_us`: microseconds, scaled by 8; 0 before a sample.
+    rtt_us8: u64,
+    /// `rcv_rtt_last_tsecr`.
+    last_ecr_ms: Option<u32>,
+}
+
+impl RcvRtt {
+    /// A segment of `payload_bytes` with timestamps `ts` arrived at `now`;
+    /// `rcv_mss_bytes` is the size of a full segment.
+    pub fn on_segment(&mut self, now: SimTime, ts: Option<Timestamps>, payload_bytes: u32, rcv_mss_bytes: u32) {
+        let Some(ts) = ts.filter(|t| t.ecr_ms != 0) else { return };
+        if self.last_ecr_ms.replace(ts.ecr_ms) == Some(ts.ecr_ms) || payload_bytes < rcv_mss_bytes {
+            return;
+        }
+        let delta_ms = Timestamps::clock_ms(now).wrapping_sub(ts.ecr_ms);
+        if delta_ms == 0 || delta_ms > i32::MAX as u32 / 1000 {
+            return;
+        }
+        let sample_us = delta_ms as u64 * 1000;
+        let m = sample_us << 3;
+        self.rtt_us8 = if self.rtt_us8 == 0 || m < self.rtt_us8 { m } else { self.rtt_us8 - (self.rtt_us8 >> 3) + sample_us };
+    }
+
+    /// The estimate, None before the first sample.
+    pub fn rtt(&self) -> Option<SimDuration> {
+        (self.rtt_us8 > 0).then(|| SimDuration::from_micros(self.rtt_us8 >> 3))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +237,24 @@ mod tests {
         // window: 2 * 57920 + 2 * (115840 * 28960 / 28960) + 10000.
         assert!(s.on_copied(at_ms(60), 57_920, rtt, 10_000));
         assert_eq!(s.rcvbuf_bytes, 2 * (115_840 + 231_680 + 10_000));
+    }
+
+    #[test]
+    fn the_receiver_rtt_drops_to_a_smaller_sample_and_rises_by_an_eighth() {
+        let ts = |val_ms, ecr_ms| Some(Timestamps { val_ms, ecr_ms });
+        let mut r = RcvRtt::default();
+        let at = |ms| at_ms(ms);
+        r.on_segment(at(1_100), ts(5, Timestamps::clock_ms(at(1_000))), 1448, 1448);
+        assert_eq!(r.rtt(), Some(SimDuration::from_millis(100)));
+        // The same TSecr again, or a short segment: no sample.
+        r.on_segment(at(1_500), ts(6, Timestamps::clock_ms(at(1_000))), 1448, 1448);
+        r.on_segment(at(1_500), ts(6, Timestamps::clock_ms(at(1_020))), 100, 1448);
+        assert_eq!(r.rtt(), Some(SimDuration::from_millis(100)));
+        // 900 us scaled: 800 - 100 + 900 = 1600 (scaled by 8) -> 200 ms.
+        r.on_segment(at(2_000), ts(7, Timestamps::clock_ms(at(1_100))), 1448, 1448);
+        assert_eq!(r.rtt(), Some(SimDuration::from_millis(200)));
+        r.on_segment(at(2_050), ts(8, Timestamps::clock_ms(at(2_000))), 1448, 1448);
+        assert_eq!(r.rtt(), Some(SimDuration::from_millis(50)));
     }
 
     #[test]

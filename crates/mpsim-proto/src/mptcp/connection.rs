@@ -74,6 +74,8 @@ pub(super) struct Sub {
     /// Upstream scheduler: the subflow's `sk_sndbuf`, bytes of socket
     /// memory, grown with its window (`tcp_sndbuf_expand`).
     pub sndbuf_bytes: u64,
+    /// The receiver's RTT estimate on this subflow (autotuning only).
+    pub rcv_rtt: crate::buffers::RcvRtt,
     /// Something happened on it since it was last asked what to send.
     pub dirty: bool,
     /// The scheduler queued data on it this round.
@@ -115,6 +117,7 @@ impl Sub {
             last_penalised: None,
             avg_pacing_rate_bps: 0,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
+            rcv_rtt: Default::default(),
             dirty: true,
             queued: false,
             prio_pending: false,
@@ -416,8 +419,7 @@ impl MptcpConnection {
     /// End of the new data that may be sent now: the peer's connection-level
     /// window, and the room in the send buffer (spec 7, 11.1).
     pub(super) fn send_limit(&self) -> u64 {
-        let buffer = self.cfg.sndbuf_bytes.or_else(|| self.autotuned_sndbuf_bytes());
-        let buffer_end = buffer.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
+        let buffer_end = self.cfg.sndbuf_bytes.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
         self.snd_wnd_right.min(buffer_end)
     }
 
@@ -637,6 +639,9 @@ impl MptcpConnection {
             return true;
         }
         let sub = &mut self.subs[r];
+        if self.rcv_space.is_some() {
+            sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
+        }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
         sub.sf.handle_segment(now, pkt, &mut cx);
         sub.dirty = true;
@@ -883,7 +888,7 @@ impl MptcpConnection {
     }
 
     fn on_subflow_connected(&mut self, now: SimTime, r: usize) {
-        self.expand_sndbuf(r); // tcp_init_buffer_space
+        self.init_sndbuf(r);
         let kind = self.subs[r].kind;
         if self.state == MpState::Fallback && kind == Kind::Initial {
             self.subs[r].ready = true;

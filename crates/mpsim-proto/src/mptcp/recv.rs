@@ -89,12 +89,14 @@ impl MptcpConnection {
     }
 
     /// `mptcp_rcv_space_adjust` on what the application read (all that
-    /// was delivered), once per the largest RTT of the subflows (their
-    /// smoothed RTT standing for Linux's receiver estimate); the
+    /// was delivered), once per the largest of the subflows' receiver RTT
+    /// estimates (from timestamps; without any, the largest smoothed RTT); the
     /// connection-level window follows the buffer (`__mptcp_space`).
     /// Subflows' buffers follow too in Linux; here they never bind.
     fn autotune_rcvbuf(&mut self, now: SimTime, copied: u64) {
-        let rtt = self.subs.iter().filter(|s| !s.gone).filter_map(|s| s.sf.rtt.srtt).max();
+        let live = || self.subs.iter().filter(|s| !s.gone);
+        // A subflow without a sample counts 0, as Linux's `rcv_rtt_est`.
+        let rtt = live().filter_map(|s| s.rcv_rtt.rtt()).max().or_else(|| live().filter_map(|s| s.sf.rtt.srtt).max());
         let Some(space) = self.rcv_space.as_mut() else { return };
         if space.on_copied(now, copied, rtt, 0) {
             self.rcv.grow_buf_bytes(crate::buffers::win_from_space(space.rcvbuf_bytes));

@@ -149,7 +149,7 @@ impl MptcpConnection {
                 self.subs[r].avg_pacing_rate_bps = self.pacing_rate_bps(r);
             }
             let pace = self.subs[r].avg_pacing_rate_bps.max(1) as u128;
-            let linger = ((self.subs[r].sf.unacked_app_bytes() as u128) << 32) / pace;
+            let linger = ((self.wmem_queued_bytes(r) as u128) << 32) / pace;
             let slot = &mut best[backup as usize][Self::carried(seg, mask, r) as usize];
             if slot.is_none_or(|(b, _)| linger < b) {
                 *slot = Some((linger, r));
@@ -175,7 +175,7 @@ impl MptcpConnection {
         if burst == 0 {
             return;
         }
-        let wmem = self.subs[r].sf.unacked_app_bytes() as u128;
+        let wmem = self.wmem_queued_bytes(r) as u128;
         let (avg, now) = (self.subs[r].avg_pacing_rate_bps as u128, self.pacing_rate_bps(r) as u128);
         let b = burst as u128;
         self.subs[r].avg_pacing_rate_bps = ((avg * wmem + now * b) / (b + wmem)).min(u64::MAX as u128) as u64;
@@ -195,22 +195,25 @@ impl MptcpConnection {
     /// Linux copies to every subflow and locks (`mptcp_sol_socket_sync_intval`,
     /// `SOCK_SNDBUF_LOCK`); the key counts payload, and so does the check.
     fn send_buffer_free(&self, r: usize) -> bool {
-        let sf = &self.subs[r].sf;
-        if let Some(fixed) = self.cfg.sndbuf_bytes {
-            return sf.unacked_app_bytes() < fixed;
+        match self.cfg.sndbuf_bytes {
+            Some(fixed) => self.subs[r].sf.unacked_app_bytes() < fixed,
+            None => self.wmem_queued_bytes(r) < self.subs[r].sndbuf_bytes,
         }
-        let in_flight = sf.snd_nxt.min(sf.write_seq()).saturating_sub(sf.snd_una().max(1));
-        let unsent = sf.write_seq().saturating_sub(sf.snd_nxt.max(1));
-        buffers::wmem_queued_bytes(in_flight, unsent, self.cfg.tcp.mss_bytes as u64) < self.subs[r].sndbuf_bytes
     }
 
-    /// `tcp_init_buffer_space` at establishment and `tcp_new_space` on an
-    /// ACK that frees data: subflow `r`'s send buffer grows to twice its
-    /// window (`tcp_sndbuf_expand`), never shrinks. The kernel skips the
-    /// growth while the window is full (`tcp_should_expand_sndbuf`); the
-    /// model grows whenever the window did. Reordering is Linux's initial
-    /// degree (the model does not track it).
-    pub(super) fn expand_sndbuf(&mut self, r: usize) {
+    /// Subflow `r`'s `sk_wmem_queued`: what it holds, at the truesize of
+    /// `crate::buffers` (the linger time of `mptcp_subflow_get_send` is
+    /// this over the pacing rate).
+    fn wmem_queued_bytes(&self, r: usize) -> u64 {
+        let sf = &self.subs[r].sf;
+        let in_flight = sf.snd_nxt.min(sf.write_seq()).saturating_sub(sf.snd_una().max(1));
+        let unsent = sf.write_seq().saturating_sub(sf.snd_nxt.max(1));
+        buffers::wmem_queued_bytes(in_flight, unsent, self.cfg.tcp.mss_bytes as u64)
+    }
+
+    /// `tcp_init_buffer_space` at establishment: subflow `r`'s send
+    /// buffer grows to twice its window (`tcp_sndbuf_expand`).
+    pub(super) fn init_sndbuf(&mut self, r: usize) {
         let mss = self.cfg.tcp.mss_bytes as u64;
         let cwnd = self.cc[r].cwnd_pkts.max(0.0) as u64;
         let grown = buffers::sndbuf_expand_bytes(mss, cwnd, buffers::TCP_REORDERING_PKTS);
@@ -218,16 +221,19 @@ impl MptcpConnection {
         s.sndbuf_bytes = s.sndbuf_bytes.max(grown);
     }
 
-    /// Upstream: without a fixed `sndbuf`, the MPTCP socket's send buffer
-    /// is `tcp_wmem[0]` plus its subflows' (`__mptcp_sync_sndbuf`, through
-    /// `mptcp_propagate_sndbuf`); it counts written data (`dfrag`s, about
-    /// their payload) until DATA_ACKed. Other schedulers: unlimited.
-    pub(super) fn autotuned_sndbuf_bytes(&self) -> Option<u64> {
-        if self.cfg.scheduler != SchedulerKind::Upstream {
-            return None;
+    /// `tcp_new_space` on an ACK that freed data: the buffer grows with the
+    /// window only if the window is not full once the subflow sent what it
+    /// holds (`tcp_should_expand_sndbuf`: `tcp_data_snd_check` pushes
+    /// before `tcp_check_space` looks), so a subflow the scheduler keeps
+    /// queued beyond its window keeps its buffer. It never shrinks.
+    /// Reordering is Linux's initial degree (the model does not track it).
+    pub(super) fn expand_sndbuf(&mut self, r: usize) {
+        let sf = &self.subs[r].sf;
+        let mss = self.cfg.tcp.mss_bytes as u64;
+        let cwnd_bytes = (self.cc[r].cwnd_pkts.max(0.0) as u64) * mss;
+        if sf.write_seq().saturating_sub(sf.snd_una().max(1)) < cwnd_bytes {
+            self.init_sndbuf(r);
         }
-        let subflows: u64 = self.subs.iter().filter(|s| !s.gone).map(|s| s.sndbuf_bytes).sum();
-        Some(buffers::TCP_WMEM_BYTES[0] + subflows)
     }
 
     /// Linux `tcp_update_pacing_rate`: 200 % of cwnd·mss/srtt well below
@@ -440,16 +446,21 @@ mod tests {
     }
 
     #[test]
-    fn the_mptcp_send_buffer_is_the_sum_of_the_subflows() {
-        let (mut c, _) = established(SchedulerKind::Upstream, None);
+    fn a_subflow_holding_a_full_window_keeps_its_send_buffer() {
+        let (mut c, now) = established(SchedulerKind::Upstream, None);
+        c.cc[0].cwnd_pkts = 10.0;
+        c.expand_sndbuf(0);
+        c.send(10_000_000);
+        let mut out = Vec::new();
+        c.drain_transmit(now, &mut out);
+        assert_eq!(c.subs[0].sf.unacked_app_bytes(), 46 * 1448);
+        // 40 segments of window: what it holds fills it (tcp_should_expand_sndbuf).
+        c.cc[0].cwnd_pkts = 40.0;
+        c.expand_sndbuf(0);
+        assert_eq!(c.subs[0].sndbuf_bytes, 87_040);
+        // 84 segments: room in the window, the buffer follows it.
         c.cc[0].cwnd_pkts = 84.0;
         c.expand_sndbuf(0);
-        assert_eq!(c.autotuned_sndbuf_bytes(), Some(4096 + 731_136));
-        // The window shrinking leaves the buffer as it was.
-        c.cc[0].cwnd_pkts = 20.0;
-        c.expand_sndbuf(0);
-        assert_eq!(c.autotuned_sndbuf_bytes(), Some(4096 + 731_136));
-        let (c, _) = established(SchedulerKind::Default, None);
-        assert_eq!(c.autotuned_sndbuf_bytes(), None);
+        assert_eq!(c.subs[0].sndbuf_bytes, 731_136);
     }
 }

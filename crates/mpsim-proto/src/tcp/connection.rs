@@ -3,7 +3,7 @@
 
 use super::subflow::{CcCtx, Subflow};
 use super::{AppEvent, TcpConfig};
-use crate::buffers::{self, RcvSpace};
+use crate::buffers::{self, RcvRtt, RcvSpace};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
 use mpsim_core::{Addr, Packet, SimTime};
 
@@ -21,6 +21,7 @@ pub struct TcpConnection {
     /// delivered when it last looked.
     rcv_space: Option<RcvSpace>,
     delivered_seen: u64,
+    rcv_rtt: RcvRtt,
 }
 
 /// "Without end" for `waiting_bytes`.
@@ -41,6 +42,7 @@ impl TcpConnection {
             close_when_written: false,
             rcv_space,
             delivered_seen: 0,
+            rcv_rtt: RcvRtt::default(),
         })
     }
 
@@ -69,19 +71,21 @@ impl TcpConnection {
         let (sf, mut cx) = self.ctx();
         sf.handle_segment(now, pkt, &mut cx);
         self.fill_send_buffer();
-        self.autotune_rcvbuf(now);
+        if self.rcv_space.is_some() {
+            self.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.sf.cfg.mss_bytes);
+            self.autotune_rcvbuf(now);
+        }
     }
 
     /// `tcp_rcv_space_adjust` on what the application read (all that was
-    /// delivered: it reads at once), with the subflow's smoothed RTT as
-    /// the receiver's estimate (Linux 6.16 and later seek the minimum of
-    /// the echoed timestamps, `tcp_rcv_rtt_update`). The window follows
-    /// the buffer (`tcp_select_window` offers its free space).
+    /// delivered: it reads at once), over the receiver's RTT estimate from
+    /// timestamps (without them, the subflow's smoothed RTT). The window
+    /// follows the buffer (`tcp_select_window` offers its free space).
     fn autotune_rcvbuf(&mut self, now: SimTime) {
         let Some(space) = self.rcv_space.as_mut() else { return };
         let delivered = self.sf.rcv.delivered_bytes;
         let copied = delivered - std::mem::replace(&mut self.delivered_seen, delivered);
-        if copied > 0 && space.on_copied(now, copied, self.sf.rtt.srtt, self.sf.rcv.ooo_span_bytes()) {
+        if copied > 0 && space.on_copied(now, copied, self.rcv_rtt.rtt().or(self.sf.rtt.srtt), self.sf.rcv.ooo_span_bytes()) {
             self.sf.rcv.grow_buf_bytes(buffers::win_from_space(space.rcvbuf_bytes));
         }
     }

@@ -846,7 +846,9 @@ impl MptcpConnection {
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }
-            self.expand_sndbuf(r);
+            if self.cfg.scheduler == super::SchedulerKind::Upstream {
+                self.expand_sndbuf(r);
+            }
         }
         let sub = &mut self.subs[r];
         if sub.sf.stats.timeouts > sub.timeouts_seen {

@@ -99,3 +99,18 @@ def test_udp_flows_have_no_congestion_control(tmp_path):
     flow = load_scenario(write(tmp_path, "s.toml", text)).to_engine_spec()["flows"][0]
     assert "cc" not in flow  # the engine's cc is a string with a default; null would not parse
     assert list(flow) == [k for k in FLOW_KEYS if k != "cc"]
+
+
+def test_linux_mode_autotunes_a_receive_buffer_no_key_fixes(tmp_path):
+    def flow_of(flow_keys: str, simulation_keys: str = "") -> dict:
+        text = MINIMAL.replace('server = "b"', f'server = "b"\n{flow_keys}')
+        text = text.replace('duration = "10s"', f'duration = "10s"\n{simulation_keys}')
+        return load_scenario(write(tmp_path, "s.toml", text)).to_engine_spec()["flows"][0]
+
+    assert flow_of('cc_mode = "linux"')["rcvbuf_auto"] is True
+    assert flow_of('cc_mode = "linux"\ntransport = "mptcp"\ncc = "lia"')["rcvbuf_auto"] is True
+    # A fixed buffer (SO_RCVBUF) turns autotuning off, from the flow or [simulation].
+    assert "rcvbuf_auto" not in flow_of('cc_mode = "linux"\nrcvbuf = "256KB"')
+    assert "rcvbuf_auto" not in flow_of('cc_mode = "linux"', 'rcvbuf = "4MB"')
+    # Reference mode keeps the fixed default.
+    assert "rcvbuf_auto" not in flow_of("")

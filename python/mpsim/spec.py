@@ -101,6 +101,14 @@ def _direction_spec(link: Link, which: str, traces: dict[str, list[list[int]]]) 
     return spec
 
 
+def _rcvbuf_autotuned(flow: Flow, sim: Any) -> bool:
+    """Linux autotunes a receive buffer that no `rcvbuf` fixes (no SO_RCVBUF,
+    so no SOCK_RCVBUF_LOCK): in linux mode, for TCP and MPTCP, when neither
+    the flow nor `[simulation]` sets one."""
+    fixed = flow.rcvbuf_bytes is not None or "rcvbuf_bytes" in sim.model_fields_set
+    return flow.cc_mode == "linux" and flow.transport in ("tcp", "mptcp") and not fixed
+
+
 def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[str, Any]:
     sim = scenario.simulation
     spec: dict[str, Any] = {
@@ -129,6 +137,8 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
     }
     if flow.ecn:  # off is the engine's default
         spec["ecn"] = True
+    if _rcvbuf_autotuned(flow, sim):  # only when on, so other documents stay as they were
+        spec["rcvbuf_auto"] = True
     if flow.cc_params:
         spec["cc_params"] = {key: float(value) for key, value in flow.cc_params.items()}
     start_jitter_ps = flow.start_jitter_ps if flow.start_jitter_ps is not None else sim.start_jitter_ps

@@ -4,6 +4,7 @@
 //! `poll_event`). They know nothing of links, queues or the event loop.
 
 pub mod apps;
+pub mod buffers;
 pub mod mptcp;
 pub mod tcp;
 pub mod workload;

@@ -360,6 +360,7 @@ impl Simulation {
             initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
             initial_ssthresh_pkts: f.initial_ssthresh_pkts.map(|p| p.max(1)),
             rcvbuf_bytes: f.rcvbuf_bytes,
+            rcvbuf_auto: f.rcvbuf_auto,
             ecn: f.ecn,
             ..defaults
         }

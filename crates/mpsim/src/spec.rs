@@ -398,6 +398,11 @@ pub struct FlowSpec {
     /// (default: on, off with the upstream scheduler).
     #[serde(default)]
     pub penalisation: Option<bool>,
+    /// Linux's receive-buffer autotuning instead of the fixed
+    /// `rcvbuf_bytes` (which is then ignored): the front end asks for it in
+    /// linux mode when no `rcvbuf` is given.
+    #[serde(default)]
+    pub rcvbuf_auto: bool,
 }
 
 fn default_cc() -> String {

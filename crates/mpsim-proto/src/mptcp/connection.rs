@@ -71,6 +71,11 @@ pub(super) struct Sub {
     /// Upstream scheduler: the subflow's `avg_pacing_rate`, bytes per
     /// second (0 until first scheduled).
     pub avg_pacing_rate_bps: u64,
+    /// Upstream scheduler: the subflow's `sk_sndbuf`, bytes of socket
+    /// memory, grown with its window (`tcp_sndbuf_expand`).
+    pub sndbuf_bytes: u64,
+    /// The receiver's RTT estimate on this subflow (autotuning only).
+    pub rcv_rtt: crate::buffers::RcvRtt,
     /// Something happened on it since it was last asked what to send.
     pub dirty: bool,
     /// The scheduler queued data on it this round.
@@ -111,6 +116,8 @@ impl Sub {
             redundant_next: 1,
             last_penalised: None,
             avg_pacing_rate_bps: 0,
+            sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
+            rcv_rtt: Default::default(),
             dirty: true,
             queued: false,
             prio_pending: false,
@@ -211,6 +218,8 @@ pub struct MptcpConnection {
     pub(super) meta_backoff: u32,
     // Receiver.
     pub(super) rcv: Receiver,
+    /// Receive-buffer autotuning of the connection (`rcvbuf_auto`).
+    pub(super) rcv_space: Option<crate::buffers::RcvSpace>,
     pub(super) peer_data_fin: Option<u64>,
     /// Subflow the peer's DATA_FIN came on: ours goes back on it (spec 11.1).
     pub(super) peer_data_fin_sub: Option<usize>,
@@ -270,7 +279,8 @@ impl MptcpConnection {
         let local_key = rng.next_u64();
         let (local_token, local_idsn) = crypto::token_idsn_v1(local_key);
         let next_port = cfg.port_base.wrapping_add(1);
-        let rcvbuf = cfg.tcp.rcvbuf_bytes;
+        let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
+        let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
         Ok(MptcpConnection {
             cfg,
             is_client,
@@ -297,6 +307,7 @@ impl MptcpConnection {
             meta_rto_at: None,
             meta_backoff: 0,
             rcv: Receiver::new(1, rcvbuf),
+            rcv_space,
             peer_data_fin: None,
             peer_data_fin_sub: None,
             peer_closed: false,
@@ -330,8 +341,11 @@ impl MptcpConnection {
     }
 
     /// Subflows carry no buffer of their own: the connection's is shared.
+    /// An autotuned one may grow to `tcp_rmem[2]`, and the subflows'
+    /// follow it (`mptcp_rcv_space_adjust`).
     fn subflow_tcp(cfg: &TcpConfig) -> TcpConfig {
-        TcpConfig { rcvbuf_bytes: cfg.rcvbuf_bytes.saturating_mul(4), ..*cfg }
+        let rcvbuf = if cfg.rcvbuf_auto { crate::buffers::TCP_RMEM_BYTES[2] } else { cfg.rcvbuf_bytes };
+        TcpConfig { rcvbuf_bytes: rcvbuf.saturating_mul(4), rcvbuf_auto: false, ..*cfg }
     }
 
     /// Room for a DSS with a 64-bit DATA_ACK and mapping (and its checksum
@@ -650,6 +664,9 @@ impl MptcpConnection {
             return true;
         }
         let sub = &mut self.subs[r];
+        if self.rcv_space.is_some() {
+            sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
+        }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
         sub.sf.handle_segment(now, pkt, &mut cx);
         sub.dirty = true;
@@ -854,7 +871,11 @@ impl MptcpConnection {
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }
+            if self.cfg.scheduler == super::SchedulerKind::Upstream {
+                self.expand_sndbuf(r);
+            }
         }
+        let sub = &mut self.subs[r];
         if sub.sf.stats.timeouts > sub.timeouts_seen {
             sub.timeouts_seen = sub.sf.stats.timeouts;
             // Upstream Linux leaves a timed-out subflow's data where it is:
@@ -871,7 +892,7 @@ impl MptcpConnection {
     fn on_subflow_event(&mut self, now: SimTime, r: usize, ev: AppEvent) {
         match ev {
             AppEvent::Connected => self.on_subflow_connected(now, r),
-            AppEvent::Delivered { bytes } => self.on_subflow_data(r, bytes),
+            AppEvent::Delivered { bytes } => self.on_subflow_data(now, r, bytes),
             AppEvent::PeerClosed => {
                 if self.state == MpState::Fallback {
                     self.on_peer_data_fin_reached();
@@ -894,6 +915,7 @@ impl MptcpConnection {
     }
 
     fn on_subflow_connected(&mut self, now: SimTime, r: usize) {
+        self.init_sndbuf(r);
         let kind = self.subs[r].kind;
         if self.state == MpState::Fallback && kind == Kind::Initial {
             self.subs[r].ready = true;

@@ -36,7 +36,7 @@ impl MptcpConnection {
 
     /// Subflow `r` delivered `bytes` more in order: hand them to the connection.
     #[inline(always)]
-    pub(super) fn on_subflow_data(&mut self, r: usize, bytes: u64) {
+    pub(super) fn on_subflow_data(&mut self, now: SimTime, r: usize, bytes: u64) {
         let sub = &mut self.subs[r];
         let (start, end) = (sub.rx_seen, sub.rx_seen + bytes);
         sub.rx_seen = end;
@@ -46,7 +46,7 @@ impl MptcpConnection {
             if let Some(&(ssn, dsn, len)) = sub.rx_map.front() {
                 if ssn == start && ssn + len as u64 == end {
                     sub.rx_map.pop_front();
-                    self.deliver_range(dsn, dsn + len as u64);
+                    self.deliver_range(now, dsn, dsn + len as u64);
                     self.check_peer_data_fin();
                     return;
                 }
@@ -69,7 +69,7 @@ impl MptcpConnection {
             }
         }
         for &(s, e) in &ranges {
-            self.deliver_range(s, e);
+            self.deliver_range(now, s, e);
         }
         self.scratch_ranges = ranges;
         self.check_peer_data_fin();
@@ -78,10 +78,28 @@ impl MptcpConnection {
     /// Connection bytes `[start, end)` arrived: reassemble, and tell the
     /// application what became in order.
     #[inline(always)]
-    fn deliver_range(&mut self, start: u64, end: u64) {
+    fn deliver_range(&mut self, now: SimTime, start: u64, end: u64) {
         let out = self.rcv.on_data(start, end);
         if out.delivered > 0 {
             self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
+            if self.rcv_space.is_some() {
+                self.autotune_rcvbuf(now, out.delivered);
+            }
+        }
+    }
+
+    /// `mptcp_rcv_space_adjust` on what the application read (all that
+    /// was delivered), once per the largest of the subflows' receiver RTT
+    /// estimates (from timestamps; without any, the largest smoothed RTT); the
+    /// connection-level window follows the buffer (`__mptcp_space`).
+    /// Subflows' buffers follow too in Linux; here they never bind.
+    fn autotune_rcvbuf(&mut self, now: SimTime, copied: u64) {
+        let live = || self.subs.iter().filter(|s| !s.gone);
+        // A subflow without a sample counts 0, as Linux's `rcv_rtt_est`.
+        let rtt = live().filter_map(|s| s.rcv_rtt.rtt()).max().or_else(|| live().filter_map(|s| s.sf.rtt.srtt).max());
+        let Some(space) = self.rcv_space.as_mut() else { return };
+        if space.on_copied(now, copied, rtt, 0) {
+            self.rcv.grow_buf_bytes(crate::buffers::win_from_space(space.rcvbuf_bytes));
         }
     }
 

@@ -6,13 +6,12 @@
 use super::connection::MptcpConnection;
 use super::send::NextSeg;
 use super::SchedulerKind;
+use crate::buffers;
 use mpsim_cc::CaState;
 use mpsim_core::{SimDuration, SimTime};
 
 /// Upstream `MPTCP_SEND_BURST_SIZE`.
 const UPSTREAM_BURST_BYTES: u64 = 65_428;
-/// Upstream subflows' send buffer limit (`net.ipv4.tcp_wmem` maximum).
-const UPSTREAM_SNDBUF_MAX_BYTES: u64 = 4 << 20;
 /// Upstream `net.mptcp.stale_loss_cnt`: retransmission intervals without
 /// progress after which a subflow is stale.
 const UPSTREAM_STALE_LOSS_CNT: u8 = 4;
@@ -150,7 +149,7 @@ impl MptcpConnection {
                 self.subs[r].avg_pacing_rate_bps = self.pacing_rate_bps(r);
             }
             let pace = self.subs[r].avg_pacing_rate_bps.max(1) as u128;
-            let linger = ((self.subs[r].sf.unacked_app_bytes() as u128) << 32) / pace;
+            let linger = ((self.wmem_queued_bytes(r) as u128) << 32) / pace;
             let slot = &mut best[backup as usize][Self::carried(seg, mask, r) as usize];
             if slot.is_none_or(|(b, _)| linger < b) {
                 *slot = Some((linger, r));
@@ -176,7 +175,7 @@ impl MptcpConnection {
         if burst == 0 {
             return;
         }
-        let wmem = self.subs[r].sf.unacked_app_bytes() as u128;
+        let wmem = self.wmem_queued_bytes(r) as u128;
         let (avg, now) = (self.subs[r].avg_pacing_rate_bps as u128, self.pacing_rate_bps(r) as u128);
         let b = burst as u128;
         self.subs[r].avg_pacing_rate_bps = ((avg * wmem + now * b) / (b + wmem)).min(u64::MAX as u128) as u64;
@@ -189,16 +188,52 @@ impl MptcpConnection {
         s.ready && !s.gone && !s.pf && s.sf.state.can_send()
     }
 
-    /// `sk_stream_memory_free`: what the subflow holds (sent and not
-    /// acknowledged, or queued) is below its send buffer, which Linux
-    /// autotunes to twice `max(10, cwnd)` segments, at most `tcp_wmem`'s
-    /// 4 MiB (counted here in payload bytes, where Linux counts buffer
-    /// memory).
+    /// `sk_stream_memory_free`: subflow `r`'s socket memory
+    /// (`sk_wmem_queued`: what it holds, sent and not acknowledged or
+    /// queued, at the truesize of `crate::buffers`) is below its send
+    /// buffer. A fixed `sndbuf` is the MPTCP socket's `SO_SNDBUF`, which
+    /// Linux copies to every subflow and locks (`mptcp_sol_socket_sync_intval`,
+    /// `SOCK_SNDBUF_LOCK`); the key counts payload, and so does the check.
     fn send_buffer_free(&self, r: usize) -> bool {
+        match self.cfg.sndbuf_bytes {
+            Some(fixed) => self.subs[r].sf.unacked_app_bytes() < fixed,
+            None => self.wmem_queued_bytes(r) < self.subs[r].sndbuf_bytes,
+        }
+    }
+
+    /// Subflow `r`'s `sk_wmem_queued`: what it holds, at the truesize of
+    /// `crate::buffers` (the linger time of `mptcp_subflow_get_send` is
+    /// this over the pacing rate).
+    fn wmem_queued_bytes(&self, r: usize) -> u64 {
+        let sf = &self.subs[r].sf;
+        let in_flight = sf.snd_nxt.min(sf.write_seq()).saturating_sub(sf.snd_una().max(1));
+        let unsent = sf.write_seq().saturating_sub(sf.snd_nxt.max(1));
+        buffers::wmem_queued_bytes(in_flight, unsent, self.cfg.tcp.mss_bytes as u64)
+    }
+
+    /// `tcp_init_buffer_space` at establishment: subflow `r`'s send
+    /// buffer grows to twice its window (`tcp_sndbuf_expand`).
+    pub(super) fn init_sndbuf(&mut self, r: usize) {
         let mss = self.cfg.tcp.mss_bytes as u64;
-        let segs = (self.cc[r].cwnd_pkts as u64).max(10);
-        let sndbuf = (2 * segs * mss).min(UPSTREAM_SNDBUF_MAX_BYTES);
-        self.subs[r].sf.unacked_app_bytes() < sndbuf
+        let cwnd = self.cc[r].cwnd_pkts.max(0.0) as u64;
+        let grown = buffers::sndbuf_expand_bytes(mss, cwnd, buffers::TCP_REORDERING_PKTS);
+        let s = &mut self.subs[r];
+        s.sndbuf_bytes = s.sndbuf_bytes.max(grown);
+    }
+
+    /// `tcp_new_space` on an ACK that freed data: the buffer grows with the
+    /// window only if the window is not full once the subflow sent what it
+    /// holds (`tcp_should_expand_sndbuf`: `tcp_data_snd_check` pushes
+    /// before `tcp_check_space` looks), so a subflow the scheduler keeps
+    /// queued beyond its window keeps its buffer. It never shrinks.
+    /// Reordering is Linux's initial degree (the model does not track it).
+    pub(super) fn expand_sndbuf(&mut self, r: usize) {
+        let sf = &self.subs[r].sf;
+        let mss = self.cfg.tcp.mss_bytes as u64;
+        let cwnd_bytes = (self.cc[r].cwnd_pkts.max(0.0) as u64) * mss;
+        if sf.write_seq().saturating_sub(sf.snd_una().max(1)) < cwnd_bytes {
+            self.init_sndbuf(r);
+        }
     }
 
     /// Linux `tcp_update_pacing_rate`: 200 % of cwnd·mss/srtt well below
@@ -328,5 +363,108 @@ impl MptcpConnection {
             .max()
             .filter(|d| *d > SimDuration::ZERO)
             .unwrap_or(UPSTREAM_TIMER_MIN)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{tests::config, MptcpConfig, MptcpConnection, SchedulerKind};
+    use crate::buffers;
+    use mpsim_core::{Addr, SimDuration, SimTime};
+
+    /// A client whose initial subflow completed its handshake with a
+    /// server 1 ms away, scheduling with `scheduler`.
+    fn established(scheduler: SchedulerKind, sndbuf_bytes: Option<u64>) -> (MptcpConnection, SimTime) {
+        let cfg = |addr, seed| MptcpConfig { scheduler, sndbuf_bytes, ..config(addr, seed) };
+        let mut client = MptcpConnection::connect(cfg(Addr(1), 1), (Addr(2), 80)).expect("lia exists");
+        let mut now = SimTime::ZERO;
+        let syn = client.poll_transmit(now).expect("a SYN");
+        let mut server = MptcpConnection::accept(cfg(Addr(2), 2), &syn).expect("lia exists");
+        for _ in 0..4 {
+            now += SimDuration::from_millis(1);
+            while let Some(p) = server.poll_transmit(now) {
+                client.handle_segment(now, &p);
+            }
+            while let Some(p) = client.poll_transmit(now) {
+                server.handle_segment(now, &p);
+            }
+        }
+        assert!(client.subs[0].ready, "the handshake completed");
+        (client, now)
+    }
+
+    /// Payload of one MPTCP segment here: the 1500-byte MTU less IPv4 and
+    /// TCP headers (40) and the DSS option (28); reference mode, no timestamps.
+    const SEG: u64 = 1432;
+
+    /// Payload the upstream scheduler hands the only subflow of a
+    /// connection with 10 MB to send, its window at `cwnd_pkts` when its
+    /// send buffer last grew, in one scheduling round.
+    fn handed_at(cwnd_pkts: f64, sndbuf_bytes: Option<u64>) -> u64 {
+        let (mut c, now) = established(SchedulerKind::Upstream, sndbuf_bytes);
+        c.cc[0].cwnd_pkts = cwnd_pkts;
+        c.expand_sndbuf(0);
+        c.send(10_000_000);
+        let mut out = Vec::new();
+        c.drain_transmit(now, &mut out);
+        c.subs[0].sf.unacked_app_bytes()
+    }
+
+    #[test]
+    fn a_subflow_at_cwnd_10_is_handed_about_64_kb() {
+        // Linux 6.18: 64.5 KB handed at cwnd 10 (87,040 bytes of send
+        // buffer). The model: 47 segments, whose unsent two-segment skbs
+        // fill it (the check is before each segment).
+        let handed = handed_at(10.0, None);
+        assert_eq!(handed, 47 * SEG);
+        assert!((64_500.0 - handed as f64).abs() < 0.05 * 64_500.0, "{handed}");
+    }
+
+    #[test]
+    fn the_send_buffer_follows_the_window_to_hold_about_476_kb_at_cwnd_84() {
+        // Before anything is sent, all of it sits in two-segment skbs.
+        assert_eq!(handed_at(84.0, None), 389 * SEG);
+        // Linux 6.18 holds 476 KB at cwnd 84 (731,136 bytes of buffer).
+        // With the window's 84 segments sent (one skb each), the check
+        // admits unsent segments until the memory reaches the buffer:
+        let mss = SEG;
+        let sndbuf = buffers::sndbuf_expand_bytes(mss, 84, buffers::TCP_REORDERING_PKTS);
+        let held_segs = (84..).find(|&n| buffers::wmem_queued_bytes(84 * mss, (n - 84) * mss, mss) >= sndbuf).unwrap();
+        let held = held_segs * mss;
+        // 530 KB, 11 % above the kernel's: Linux also cuts some unsent
+        // data into one-segment skbs (and its per-skb cost varies with
+        // the driver), which the model does not follow.
+        assert!((476_000.0 - held as f64).abs() < 0.15 * 476_000.0, "{held}");
+        // The old rule, 2 max(10, cwnd) segments, held 243 KB.
+        assert!(held > 2 * 2 * 84 * mss);
+    }
+
+    #[test]
+    fn a_fixed_send_buffer_locks_every_subflow_at_its_size() {
+        // SO_SNDBUF is copied to the subflows and stops their growth:
+        // whatever the window, 13 segments fit in 20,000 bytes.
+        for cwnd in [10.0, 84.0] {
+            let handed = handed_at(cwnd, Some(20_000));
+            assert_eq!(handed, 13 * SEG, "cwnd {cwnd}");
+        }
+    }
+
+    #[test]
+    fn a_subflow_holding_a_full_window_keeps_its_send_buffer() {
+        let (mut c, now) = established(SchedulerKind::Upstream, None);
+        c.cc[0].cwnd_pkts = 10.0;
+        c.expand_sndbuf(0);
+        c.send(10_000_000);
+        let mut out = Vec::new();
+        c.drain_transmit(now, &mut out);
+        assert_eq!(c.subs[0].sf.unacked_app_bytes(), 47 * SEG);
+        // 40 segments of window: what it holds fills it (tcp_should_expand_sndbuf).
+        c.cc[0].cwnd_pkts = 40.0;
+        c.expand_sndbuf(0);
+        assert_eq!(c.subs[0].sndbuf_bytes, 87_040);
+        // 84 segments: room in the window, the buffer follows it.
+        c.cc[0].cwnd_pkts = 84.0;
+        c.expand_sndbuf(0);
+        assert_eq!(c.subs[0].sndbuf_bytes, 731_136);
     }
 }

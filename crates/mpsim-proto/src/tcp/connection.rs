@@ -3,6 +3,7 @@
 
 use super::subflow::{CcCtx, Subflow};
 use super::{AppEvent, TcpConfig};
+use crate::buffers::{self, RcvRtt, RcvSpace};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
 use mpsim_core::{Addr, Packet, SimTime};
 
@@ -16,6 +17,11 @@ pub struct TcpConnection {
     waiting_bytes: u64,
     /// `close` came while bytes were waiting: FIN follows the last of them.
     close_when_written: bool,
+    /// Receive-buffer autotuning (`TcpConfig::rcvbuf_auto`), and the bytes
+    /// delivered when it last looked.
+    rcv_space: Option<RcvSpace>,
+    delivered_seen: u64,
+    rcv_rtt: RcvRtt,
 }
 
 /// "Without end" for `waiting_bytes`.
@@ -26,16 +32,29 @@ impl TcpConnection {
         let mut ctrl = Controller::new(cc_name, cfg.cc_mode)?;
         ctrl.on_subflow_added(0);
         let cc = [SubflowCc::new(cfg.initial_cwnd_pkts as f64, cfg.mss_bytes)];
-        Ok(TcpConnection { sf, cc, ctrl, sndbuf_bytes: None, waiting_bytes: 0, close_when_written: false })
+        let rcv_space = cfg.rcvbuf_auto.then(|| RcvSpace::new(SimTime::ZERO, cfg.mss_bytes as u64));
+        Ok(TcpConnection {
+            sf,
+            cc,
+            ctrl,
+            sndbuf_bytes: None,
+            waiting_bytes: 0,
+            close_when_written: false,
+            rcv_space,
+            delivered_seen: 0,
+            rcv_rtt: RcvRtt::default(),
+        })
     }
 
     /// Active open from `local` to `remote` with controller `cc_name`.
     pub fn connect(cfg: TcpConfig, cc_name: &str, local: (Addr, u16), remote: (Addr, u16)) -> Result<Self, CcError> {
+        let cfg = cfg.starting();
         Self::with(Subflow::connect(cfg, local, remote), &cfg, cc_name)
     }
 
     /// Passive open from a received SYN.
     pub fn accept(cfg: TcpConfig, cc_name: &str, syn: &Packet) -> Result<Self, CcError> {
+        let cfg = cfg.starting();
         Self::with(Subflow::accept(cfg, syn), &cfg, cc_name)
     }
 
@@ -52,6 +71,23 @@ impl TcpConnection {
         let (sf, mut cx) = self.ctx();
         sf.handle_segment(now, pkt, &mut cx);
         self.fill_send_buffer();
+        if self.rcv_space.is_some() {
+            self.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.sf.cfg.mss_bytes);
+            self.autotune_rcvbuf(now);
+        }
+    }
+
+    /// `tcp_rcv_space_adjust` on what the application read (all that was
+    /// delivered: it reads at once), over the receiver's RTT estimate from
+    /// timestamps (without them, the subflow's smoothed RTT). The window
+    /// follows the buffer (`tcp_select_window` offers its free space).
+    fn autotune_rcvbuf(&mut self, now: SimTime) {
+        let Some(space) = self.rcv_space.as_mut() else { return };
+        let delivered = self.sf.rcv.delivered_bytes;
+        let copied = delivered - std::mem::replace(&mut self.delivered_seen, delivered);
+        if copied > 0 && space.on_copied(now, copied, self.rcv_rtt.rtt().or(self.sf.rtt.srtt), self.sf.rcv.ooo_span_bytes()) {
+            self.sf.rcv.grow_buf_bytes(buffers::win_from_space(space.rcvbuf_bytes));
+        }
     }
 
     pub fn handle_timeout(&mut self, now: SimTime) {

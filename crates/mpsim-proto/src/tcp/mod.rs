@@ -99,6 +99,11 @@ pub struct TcpConfig {
     pub initial_ssthresh_pkts: Option<u32>,
     /// Receive buffer; the advertised window is its free space.
     pub rcvbuf_bytes: u64,
+    /// Linux's receive-buffer autotuning instead of a fixed `rcvbuf_bytes`
+    /// (no `SO_RCVBUF`, so no `SOCK_RCVBUF_LOCK`): the window starts at
+    /// half of `tcp_rmem[1]` and grows by dynamic right-sizing
+    /// (`crate::buffers::RcvSpace`).
+    pub rcvbuf_auto: bool,
     pub dupthresh: u32,
     /// SYN (and SYN/ACK) retransmissions before giving up (Linux tcp_syn_retries).
     pub syn_retries: u32,
@@ -138,6 +143,18 @@ impl TcpConfig {
     }
 }
 
+impl TcpConfig {
+    /// The configuration endpoints start from: with autotuning, the
+    /// receive buffer is the window `tcp_rmem[1]` offers.
+    pub fn starting(self) -> Self {
+        if !self.rcvbuf_auto {
+            return self;
+        }
+        let rcvbuf_bytes = crate::buffers::win_from_space(crate::buffers::TCP_RMEM_BYTES[1]);
+        TcpConfig { rcvbuf_bytes, ..self }
+    }
+}
+
 impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
@@ -156,6 +173,7 @@ impl Default for TcpConfig {
             initial_cwnd_pkts: 10,
             initial_ssthresh_pkts: None,
             rcvbuf_bytes: 6 * 1024 * 1024,
+            rcvbuf_auto: false,
             dupthresh: 3,
             syn_retries: 6,
             cc_mode: CcMode::Reference,

@@ -54,6 +54,16 @@ impl Receiver {
         self.buf_bytes.saturating_sub(self.ooo_bytes)
     }
 
+    /// The buffer grew (receive-buffer autotuning); it never shrinks.
+    pub fn grow_buf_bytes(&mut self, buf_bytes: u64) {
+        self.buf_bytes = self.buf_bytes.max(buf_bytes);
+    }
+
+    /// How far the out-of-order queue reaches beyond `rcv_nxt`.
+    pub fn ooo_span_bytes(&self) -> u64 {
+        self.ooo.back().map_or(0, |&(_, e)| e - self.rcv_nxt)
+    }
+
     pub fn ooo_bytes(&self) -> u64 {
         self.ooo_bytes
     }

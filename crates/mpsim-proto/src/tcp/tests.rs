@@ -1002,3 +1002,34 @@ fn sack_blocks_on_a_data_segment_come_off_its_payload() {
     }
     assert!(n > 0, "no full data segment carried SACK blocks");
 }
+
+/// An upload of `bytes` over the Pair's 20 ms RTT, about 116 Mbit/s pipe:
+/// the largest window the server offered, and when the last byte arrived.
+fn upload_window_and_time(bytes: u64, cfg: TcpConfig) -> (u64, u64, SimTime) {
+    let mut p = upload(bytes, cfg);
+    let mut done = None;
+    while p.now < SimTime::from_secs_f64(60.0) && p.step() {
+        if done.is_none() && p.delivered_to_server == bytes {
+            done = Some(p.now);
+        }
+    }
+    let from_server = || p.wire_log.iter().filter(|(_, pk)| pk.src == Addr(2)).map(|(_, pk)| pk.wnd_bytes);
+    let first = from_server().next().unwrap_or(0);
+    (first, from_server().max().unwrap_or(0), done.expect("the upload completes"))
+}
+
+#[test]
+fn an_autotuned_receive_buffer_starts_at_64_kib_and_grows_with_the_transfer() {
+    let auto = TcpConfig { rcvbuf_auto: true, ..TcpConfig::for_mode(mpsim_cc::CcMode::Linux) };
+    let (first, max, t_auto) = upload_window_and_time(5_000_000, auto);
+    // tcp_rmem[1] = 131,072 bytes of buffer offer half as window.
+    assert_eq!(first, 65_536);
+    // A bandwidth-delay product of about 290 KB: DRS grows the window well past it.
+    assert!(max > 1_000_000, "largest window {max}");
+    // The same 64 KiB fixed (SO_RCVBUF): the window stays and limits the rate.
+    let fixed = TcpConfig { rcvbuf_bytes: 65_536, ..TcpConfig::for_mode(mpsim_cc::CcMode::Linux) };
+    let (_, max_fixed, t_fixed) = upload_window_and_time(5_000_000, fixed);
+    assert_eq!(max_fixed, 65_536);
+    eprintln!("autotuned: largest window {max} bytes, {t_auto:?}; fixed 64 KiB: {t_fixed:?}");
+    assert!(t_fixed.as_secs_f64() > 2.0 * t_auto.as_secs_f64(), "fixed {t_fixed:?}, autotuned {t_auto:?}");
+}

@@ -525,6 +525,12 @@ impl Scoreboard {
         }
     }
 
+    /// What a tail loss probe sends again: the highest unSACKed segment
+    /// with data, else the highest segment.
+    pub fn probe_candidate(&self) -> Option<Seg> {
+        self.segs.iter().rev().find(|s| !s.fin && !s.sacked).or(self.segs.back()).copied()
+    }
+
     /// Highest unSACKed segment (RFC 6675 rescue retransmission candidate).
     pub fn last_unsacked(&self) -> Option<Seg> {
         self.segs.iter().rev().find(|s| !s.sacked).copied()

@@ -430,7 +430,7 @@ impl Scoreboard {
         if !std::mem::take(&mut self.rack.advanced) && !force {
             return None;
         }
-        let Some(mut q) = self.time_order.take() else { return None };
+        let mut q = self.time_order.take()?;
         let (mut timeout, mut stale, mut j) = (None, 0usize, 0usize);
         while j < q.len() {
             let (t, end) = q[j];

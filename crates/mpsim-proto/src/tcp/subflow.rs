@@ -1040,7 +1040,9 @@ impl Subflow {
         cc.me().cwnd_cnt = 0;
         self.recovery_point = self.snd_nxt;
         self.force_rtx = true;
-        self.rescue_done = false;
+        // RFC 6675 NextSeg rule 4; Linux has no rescue retransmission
+        // (`tcp_xmit_retransmit_queue` resends what is marked lost only).
+        self.rescue_done = self.rack_on;
         self.partial_ack_seen = false;
         // Linux `tcp_init_cwnd_reduction`: a probe outstanding is forgotten.
         self.tlp_high_seq = None;

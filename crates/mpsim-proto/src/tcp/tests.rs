@@ -1042,3 +1042,18 @@ fn the_probe_timeout_is_two_srtt_and_no_later_than_the_rto() {
     let (c, _) = sending_client(linux_prr(), "reno");
     assert_eq!(c.poll_timeout(), Some(t + c.sf.rtt.rto()));
 }
+
+#[test]
+fn rack_recovery_resends_only_what_is_lost() {
+    // A loss near the end of a transfer: RFC 6675's rescue retransmission
+    // (NextSeg rule 4) resends the highest unSACKed segment too, which
+    // was not lost; Linux, and RACK mode, resend what is marked lost only.
+    for (cfg, rtx) in [(linux_rack(), 1), (TcpConfig { delayed_ack: false, ..Default::default() }, 2)] {
+        let mut p = upload(30 * 1448, cfg);
+        p.drop = lose_sends_of(24, 1);
+        p.run_until(SimTime::from_secs_f64(5.0));
+        let s = p.client.sf.stats;
+        assert_eq!(p.delivered_to_server, 30 * 1448, "{:?}", cfg.cc_mode);
+        assert_eq!((s.timeouts, s.fast_recoveries, s.retransmitted_segs), (0, 1, rtx), "{:?}: {s:?}", cfg.cc_mode);
+    }
+}

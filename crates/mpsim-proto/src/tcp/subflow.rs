@@ -835,8 +835,8 @@ impl Subflow {
         }
         if self.prr.is_some() {
             let delivered_bytes = (self.snd_una + self.sb.sacked_bytes()).saturating_sub(delivered_before);
-            // Linux also counts an ACK that finds a retransmission lost;
-            // here only the RTO does that.
+            // Linux `tcp_cwnd_reduction`: not safe if this ACK found a
+            // loss, a lost retransmission included (RACK counts it again).
             let safe_ack = self.snd_una > una_before && self.sb.marked_lost_bytes() == lost_before;
             self.prr_on_ack(delivered_bytes, safe_ack, cc);
         }

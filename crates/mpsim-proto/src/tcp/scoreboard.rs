@@ -144,6 +144,10 @@ impl Scoreboard {
     pub fn marked_lost_bytes(&self) -> u64 {
         self.marked_lost_bytes
     }
+    /// A delivery advanced RACK since its last loss detection.
+    pub fn rack_advanced(&self) -> bool {
+        self.rack.advanced
+    }
     /// Delivery of an original segment below a SACKed one was seen.
     pub fn reordering_seen(&self) -> bool {
         self.reordering_seen

@@ -522,13 +522,11 @@ impl Subflow {
     /// reordering timer, else only after a delivery advanced RACK. The
     /// timer is set for the segments still within the reordering window.
     fn rack_mark_lost(&mut self, now: SimTime, state: CaState, force: bool) {
-        let reo_wnd = self.rack_reo_wnd(state);
-        let before = self.reo_at;
-        match self.sb.rack_detect_loss(now, reo_wnd, force) {
-            Some(left) => self.reo_at = Some(now + left + TCP_TIMEOUT_MIN),
-            None if force || before.is_some() => self.reo_at = None,
-            None => {}
+        if !force && !self.sb.rack_advanced() {
+            return; // a pending timer stays
         }
+        let reo_wnd = self.rack_reo_wnd(state);
+        self.reo_at = self.sb.rack_detect_loss(now, reo_wnd, true).map(|left| now + left + TCP_TIMEOUT_MIN);
     }
 
     /// Linux `tcp_rack_reo_timeout`: segments whose reordering window has

@@ -1057,3 +1057,26 @@ fn rack_recovery_resends_only_what_is_lost() {
         assert_eq!((s.timeouts, s.fast_recoveries, s.retransmitted_segs), (0, 1, rtx), "{:?}: {s:?}", cfg.cc_mode);
     }
 }
+
+#[test]
+fn the_reordering_timer_survives_an_ack_that_delivers_nothing_and_then_finds_the_loss() {
+    let (mut c, first) = sending_client(linux_rack(), "reno");
+    assert_eq!(first.len(), 10);
+    let mss = 1448;
+    // One segment SACKed above the first: within the reordering window
+    // (min_rtt/4 = 5 ms after RACK.rtt, 20 ms), so not yet lost.
+    let t0 = SimTime::from_secs_f64(0.04);
+    c.handle_segment(t0, &ack_of(1, &[(1 + mss, 1 + 2 * mss)]));
+    let reo_at = SimTime::from_secs_f64(0.02 + 0.02 + 0.005 + 0.002);
+    assert_eq!(c.poll_timeout(), Some(reo_at));
+    // The same ACK again delivers nothing: RACK does not run, the timer stays.
+    c.handle_segment(t0 + SimDuration::from_millis(1), &ack_of(1, &[(1 + mss, 1 + 2 * mss)]));
+    assert_eq!(c.poll_timeout(), Some(reo_at));
+    assert_eq!(c.cc().ca_state, CaState::Disorder);
+    c.handle_timeout(reo_at);
+    assert_eq!(c.cc().ca_state, CaState::Recovery);
+    let mut out = vec![];
+    c.drain_transmit(reo_at, &mut out);
+    assert_eq!(out.first().map(|p| p.seq), Some(1));
+    assert_eq!(c.sf.stats.timeouts, 0);
+}

@@ -17,7 +17,7 @@ DIRECTION_KEYS = ["bandwidth_bps", "delay_ps", "queue", "loss", "jitter_ps", "ba
 EVENT_KEYS = ["at_ps", "direction", "up", "bandwidth_bps", "delay_ps", "loss", "queue", "jitter_ps", "backup"]
 FLOW_KEYS = ["name", "transport", "client", "server", "app", "start_ps", "stop_ps", "cc", "cc_mode",
              "mss_bytes", "rcvbuf_bytes", "sndbuf_bytes", "sack", "delayed_ack", "delayed_ack_ps",
-             "min_rto_ps", "initial_cwnd_pkts", "initial_ssthresh_pkts", "time_wait_ps", "timestamps",
+             "min_rto_ps", "initial_cwnd_pkts", "initial_ssthresh_pkts", "time_wait_ps", "timestamps", "rack",
              "client_interfaces",
              "handover_after_down_ps"]  # fmt: skip
 

@@ -194,6 +194,7 @@ def test_missing_key_points_at_its_table(tmp_path):
         (('server = "b"', 'server = "b"\ntransport = "udp"'), "flow[0].app", "carries only app = 'cbr'"),
         (('server = "b"', 'server = "b"\nclient_interfaces = ["zz"]'), "flow[0].client_interfaces[0]", "unknown link 'zz'"),
         (('server = "b"', 'server = "b"\nscheduler = "redundant"'), "flow[0].scheduler", "only to transport = 'mptcp'"),
+        (('server = "b"', 'server = "b"\nrack = true'), "flow[0].rack", "applies only to cc_mode = 'linux'"),
         (('server = "b"', 'server = "b"\nstart = "5s"\nstop = "1s"'), "flow[0].stop", "stop must be after start"),
         (('server = "b"', 'server = "b"\nsize = "0B"'), "flow[0].size", "size must be positive"),
         (('server = "b"', 'server = "b"\nhandover = { after = "1s" }'), "flow[0].handover.after", "unknown key 'after'"),
@@ -247,6 +248,7 @@ def test_defaults_are_filled(tmp_path):
     assert flow["rcvbuf_bytes"] == 6_291_456
     assert (flow["delayed_ack_ps"], flow["min_rto_ps"], flow["initial_cwnd_pkts"]) == (40 * 10**9, None, 10)
     assert (flow["initial_ssthresh_pkts"], flow["time_wait_ps"], flow["timestamps"]) == (None, None, None)
+    assert flow["rack"] is None
     assert (flow["cc"], flow["cc_mode"], flow["sack"]) == ("reno", "reference", True)
 
 
@@ -284,3 +286,10 @@ def test_a_window_beyond_32_bits_is_refused_with_its_key(tmp_path, key):
     err = error_of(path)
     assert err.key == f"flow[0].{key}", str(err)
     assert err.line == path.read_text().splitlines().index(f"{key} = 4294967296") + 1, str(err)
+
+
+def test_rack_is_sent_in_linux_mode_and_may_be_turned_off_there(tmp_path):
+    for extra, expected in [('cc_mode = "linux"\n', None), ('cc_mode = "linux"\nrack = false\n', False),
+                            ("rack = false\n", False)]:  # fmt: skip
+        spec = load_scenario(write(tmp_path, "s.toml", MINIMAL + extra)).to_engine_spec()
+        assert spec["flows"][0]["rack"] is expected, extra

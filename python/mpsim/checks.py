@@ -469,6 +469,11 @@ class _Checker:
                     ("flow", i, key),
                     f"key '{key}' applies only to transport = '{TRANSPORT_KEYS[key][0]}', not '{flow.transport}'",
                 )
+        if flow.rack and flow.cc_mode != "linux":
+            self.add(
+                ("flow", i, "rack"),
+                "key 'rack' applies only to cc_mode = 'linux': reference mode finds losses by RFC 6675 alone",
+            )
         if flow.transport == "udp":
             for key in sorted(keys & NOT_FOR_UDP):
                 self.add(("flow", i, key), f"key '{key}' does not apply to transport = 'udp'")

@@ -462,6 +462,7 @@ class Flow(_Model):
     initial_ssthresh_pkts: PacketCount | None = Field(None, alias="initial_ssthresh")
     time_wait_ps: TimePs | None = Field(None, alias="time_wait")
     timestamps: StrictBool | None = None
+    rack: StrictBool | None = None
     variant: Literal["cmt", "smt", "smos"] | None = None
     rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
     sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")

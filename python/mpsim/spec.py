@@ -132,6 +132,7 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
         "initial_ssthresh_pkts": flow.initial_ssthresh_pkts,
         "time_wait_ps": flow.time_wait_ps,
         "timestamps": flow.timestamps,
+        "rack": flow.rack,
         "client_interfaces": list(flow.client_interfaces) if flow.client_interfaces is not None else None,
         "handover_after_down_ps": flow.handover.after_down_ps if flow.handover is not None else None,
     }

@@ -357,6 +357,7 @@ impl Simulation {
             min_rto: f.min_rto_ps.map_or(defaults.min_rto, SimDuration),
             time_wait: f.time_wait_ps.map_or(defaults.time_wait, SimDuration),
             timestamps: f.timestamps.unwrap_or(defaults.timestamps),
+            rack: f.rack.unwrap_or(defaults.rack),
             initial_cwnd_pkts: f.initial_cwnd_pkts.max(1),
             initial_ssthresh_pkts: f.initial_ssthresh_pkts.map(|p| p.max(1)),
             rcvbuf_bytes: f.rcvbuf_bytes,

@@ -347,6 +347,10 @@ pub struct FlowSpec {
     /// None: the mode's default (on in linux mode).
     #[serde(default)]
     pub timestamps: Option<bool>,
+    /// None: the mode's default (RACK-TLP on in linux mode; reference
+    /// mode has none).
+    #[serde(default)]
+    pub rack: Option<bool>,
     /// None: Linux's 60 s.
     #[serde(default)]
     pub time_wait_ps: Option<u64>,

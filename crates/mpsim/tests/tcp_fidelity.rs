@@ -165,3 +165,103 @@ fn a_burst_after_recovery_does_not_overflow_the_sender_s_own_queue() {
         }
     }
 }
+
+/// One reno download of `size_bytes` over a 10 ms RTT path losing 3 % of
+/// data packets, in linux mode with RACK-TLP on or off: the summary.
+fn lossy_linux_download(rack: bool, seed: u64, size_bytes: u64) -> Value {
+    let mut d = Dumbbell::new(1, 100_000_000, 5.0, 5_000);
+    d.loss = bernoulli(0.03);
+    d.duration_s = 120.0;
+    d.seed = seed;
+    d.record = false;
+    let mut spec = with_mode(d.spec(), "linux");
+    spec["flows"][0]["app"] = download(Some(size_bytes));
+    spec["flows"][0]["rack"] = rack.into();
+    let mut sim = sim_of(&spec);
+    sim.run_until(SimTime::from_secs_f64(120.0));
+    sim.summary()
+}
+
+#[test]
+fn rack_repairs_lost_retransmissions_without_timeouts_on_a_lossy_path() {
+    // Reno at 3 % loss and 10 ms RTT: without RACK a lost retransmission
+    // waits for the RTO (200 ms, 20 RTTs); with it, one RTT.
+    let size = 20_000_000;
+    let (mut timeouts, mut secs) = ([0u64; 2], [0.0f64; 2]);
+    for seed in 1..=3 {
+        for (k, rack) in [false, true].into_iter().enumerate() {
+            let s = lossy_linux_download(rack, seed, size);
+            let f = &s["flows"]["f0"];
+            assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "rack {rack}: {f}");
+            secs[k] += f["completion_time_s"].as_f64().unwrap_or_else(|| panic!("rack {rack}: unfinished {f}"));
+            timeouts[k] += count(&s, "f0", "timeouts");
+        }
+    }
+    println!("timeouts without / with RACK: {timeouts:?}; completion {secs:?} s");
+    assert!(timeouts[1] * 5 <= timeouts[0], "timeouts without / with RACK: {timeouts:?}");
+    assert!(secs[1] < secs[0], "completion without / with RACK: {secs:?} s");
+}
+
+/// The data sender's smoothed RTT over time, (time_s, srtt_s), from the
+/// subflow trace.
+fn sender_srtt_trace(sim: &Simulation) -> Vec<(f64, f64)> {
+    use mpsim::report_column::Column;
+    let traces = sim.traces();
+    let t = &traces.iter().find(|(n, _)| n == "subflows").expect("subflows table").1;
+    let col = |name: &str| t.columns.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone()).expect("column");
+    let (Column::F64(time), Column::Str(side), Column::F64(srtt)) = (col("time_s"), col("side"), col("srtt_s")) else {
+        panic!("column types")
+    };
+    (0..time.len()).filter(|&i| side[i] == "server" && srtt[i].is_finite()).map(|i| (time[i], srtt[i])).collect()
+}
+
+/// A download through a 10 Mbit/s bottleneck with 100 ms of base RTT and
+/// a 2,000-packet drop-tail queue (up to 2.4 s of queueing), which goes down
+/// for 0.5 s at 20 s: the queue and everything in flight are lost, and the
+/// RTT is back to 100 ms when the sender resends them. Linux mode,
+/// timestamps on or off: the sender's SRTT every 50 ms, and the summary.
+fn srtt_after_a_retransmission_burst(timestamps: bool) -> (Vec<(f64, f64)>, Value) {
+    use common::testbed::{PS_PER_MS, PS_PER_S};
+    let mut d = Dumbbell::new(1, 10_000_000, 50.0, 2000);
+    d.duration_s = 30.0;
+    let mut spec = with_mode(d.spec(), "linux");
+    spec["flows"][0]["timestamps"] = timestamps.into();
+    spec["sample_interval_ps"] = (50 * PS_PER_MS).into();
+    spec["links"][0]["events"] = serde_json::json!([
+        {"at_ps": 20 * PS_PER_S, "up": false},
+        {"at_ps": 20_500 * PS_PER_MS, "up": true},
+    ]);
+    let mut sim = sim_of(&spec);
+    sim.run_until(SimTime::from_secs_f64(30.0));
+    (sender_srtt_trace(&sim), sim.summary())
+}
+
+/// When the SRTT first falls below 0.9 of its value at `t_s`, after `t_s`.
+fn srtt_leaves_its_value_at(trace: &[(f64, f64)], t_s: f64) -> (f64, f64) {
+    let (_, before) = *trace.iter().rev().find(|(t, _)| *t <= t_s).expect("a sample before");
+    let (at, _) = *trace.iter().find(|(t, r)| *t > t_s && *r < 0.9 * before).expect("the SRTT falls");
+    (before, at)
+}
+
+#[test]
+fn timestamps_bring_the_srtt_back_soon_after_a_retransmission_burst() {
+    // Item 5: without timestamps, Karn's rule gives no RTT sample while
+    // every ACK covers resent data, so the SRTT stays at the bloated
+    // queue's value (the issue saw 1.95 s for 55 s on a 100 ms path).
+    // Echoed timestamps give a sample per ACK: the SRTT is back near the
+    // 100 ms base RTT within a few RTTs, before the refilling queue
+    // raises it again.
+    let (with_ts, s) = srtt_after_a_retransmission_burst(true);
+    let (without_ts, _) = srtt_after_a_retransmission_burst(false);
+    assert!(count(&s, "f0", "retransmitted_bytes") > 1_000_000, "{}", path(&s, "f0"));
+    let (bloated_s, moved_ts) = srtt_leaves_its_value_at(&with_ts, 20.5);
+    let (_, moved_no_ts) = srtt_leaves_its_value_at(&without_ts, 20.5);
+    assert!(bloated_s > 1.0, "SRTT before the outage {bloated_s} s");
+    let soon: Vec<f64> = with_ts.iter().filter(|(t, _)| *t >= moved_ts && *t <= moved_ts + 0.5).map(|x| x.1).collect();
+    let lowest = soon.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!(lowest < 0.15, "with timestamps, lowest SRTT within 0.5 s of resending: {lowest} s ({soon:?})");
+    println!("SRTT {bloated_s:.3} s leaves its value at {moved_ts:.2} s with timestamps, {moved_no_ts:.2} s without");
+    assert!(moved_no_ts >= moved_ts + 1.0, "without timestamps the SRTT moved at {moved_no_ts} s, with them at {moved_ts} s");
+    let later = without_ts.iter().filter(|(t, _)| *t >= moved_ts && *t <= moved_ts + 2.0);
+    assert!(later.clone().all(|(_, r)| *r > 0.3), "without timestamps: {:?}", later.collect::<Vec<_>>());
+}

@@ -116,6 +116,12 @@ pub struct TcpConfig {
     /// echoed timestamps where Karn's rule allows none (Linux
     /// `tcp_ack_update_rtt`). On in linux mode, as Linux's tcp_timestamps.
     pub timestamps: bool,
+    /// RACK-TLP (RFC 8985) in linux mode with SACK, as Linux's default
+    /// tcp_recovery = 1: losses, lost retransmissions included, are found
+    /// by transmit time (`tcp_rack_detect_loss`) instead of RFC 6675's
+    /// dupthresh, and a tail loss probe (`tcp_send_loss_probe`) comes
+    /// before the RTO. Ignored in reference mode and without SACK.
+    pub rack: bool,
     /// How long the side that closed first stays in TIME_WAIT (RFC 9293
     /// 2 MSL; Linux `TCP_TIMEWAIT_LEN`, 60 s).
     pub time_wait: SimDuration,
@@ -135,6 +141,7 @@ impl TcpConfig {
                 cc_mode: mode,
                 prr: true,
                 timestamps: true,
+                rack: true,
                 min_rto: SimDuration::from_millis(200),
                 ..Default::default()
             }
@@ -180,6 +187,7 @@ impl Default for TcpConfig {
             prr: false,
             time_wait: SimDuration::from_secs(60),
             timestamps: false,
+            rack: false,
             ecn: false,
         }
     }

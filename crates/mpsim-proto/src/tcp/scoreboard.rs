@@ -1,8 +1,10 @@
 //! The sender's record of outstanding segments: SACK marks, loss marks and
 //! retransmissions (RFC 6675), kept with running byte counters so that
-//! `pipe` is O(1) and loss marking is amortised O(1) per segment.
+//! `pipe` is O(1) and loss marking is amortised O(1) per segment. With
+//! RACK on (RFC 8985), it also keeps the transmissions in the order they
+//! left and marks losses by transmit time.
 
-use mpsim_core::SimTime;
+use mpsim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
 /// One segment as first sent; retransmissions keep its boundaries.
@@ -59,6 +61,29 @@ pub struct SackedInfo {
     pub newest: Option<SimTime>,
 }
 
+/// RACK's record of the most recently sent segment that was delivered
+/// (RFC 8985 section 6.1: RACK.xmit_ts, RACK.end_seq, RACK.rtt; Linux
+/// `struct tcp_rack`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Rack {
+    xmit: SimTime,
+    end_seq: u64,
+    rtt: SimDuration,
+    /// A delivery moved it since the last loss detection (Linux `rack.advanced`).
+    advanced: bool,
+    /// The ACK being processed: its arrival, the path's minimum RTT, and
+    /// the latest send time of what it delivered so far (RACK.rtt comes
+    /// from the most recently sent segment, RFC 8985 section 6.2 step 2).
+    ack_now: SimTime,
+    ack_min_rtt: SimDuration,
+    ack_latest_sent: Option<SimTime>,
+}
+
+/// `t1, seq1` was sent after `t2, seq2` (Linux `tcp_rack_sent_after`).
+fn sent_after(t1: SimTime, seq1: u64, t2: SimTime, seq2: u64) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
 #[derive(Debug, Default)]
 pub struct Scoreboard {
     segs: VecDeque<Seg>,
@@ -79,6 +104,19 @@ pub struct Scoreboard {
     /// top, as blocks do from ACK to ACK, is walked over its new part only.
     applied: [(u64, u64); 4],
     applied_next: usize,
+    /// End of the highest segment ever marked lost: nothing at or above
+    /// it is lost (RACK marks by time, so lost segments need not be
+    /// contiguous from `lost_mark`).
+    lost_high: u64,
+    /// RACK on: transmissions as (send time, segment end) in the order
+    /// they left (Linux `tsorted_sent_queue`). An entry whose segment is
+    /// gone, SACKed, resent later or lost and not resent is stale and
+    /// skipped.
+    time_order: Option<VecDeque<(SimTime, u64)>>,
+    rack: Rack,
+    /// A segment never retransmitted was delivered below the highest
+    /// SACKed one: the path reorders (Linux `tp->reord_seen`).
+    reordering_seen: bool,
 }
 
 impl Scoreboard {
@@ -101,9 +139,18 @@ impl Scoreboard {
     pub fn sacked_bytes(&self) -> u64 {
         self.sacked_bytes
     }
-    /// Bytes ever marked lost (never decreases).
+    /// Bytes ever marked lost (never decreases); a retransmission found
+    /// lost counts again, as Linux `tcp_mark_skb_lost` counts it in `tp->lost`.
     pub fn marked_lost_bytes(&self) -> u64 {
         self.marked_lost_bytes
+    }
+    /// A delivery advanced RACK since its last loss detection.
+    pub fn rack_advanced(&self) -> bool {
+        self.rack.advanced
+    }
+    /// Delivery of an original segment below a SACKed one was seen.
+    pub fn reordering_seen(&self) -> bool {
+        self.reordering_seen
     }
 
     /// RFC 6675 pipe in bytes: outstanding, minus SACKed, minus lost, plus
@@ -119,7 +166,23 @@ impl Scoreboard {
 
     pub fn push(&mut self, seg: Seg) {
         self.out_bytes += seg.len();
+        if let Some(q) = self.time_order.as_mut() {
+            q.push_back((seg.sent_at, seg.end));
+        }
         self.segs.push_back(seg);
+    }
+
+    /// Keeps what RACK needs from now on: call before the first segment is sent.
+    pub fn enable_rack(&mut self) {
+        self.time_order.get_or_insert_with(VecDeque::new);
+    }
+
+    /// An ACK arrives at `now`; deliveries it makes advance RACK (segments
+    /// resent sooner than `min_rtt` before it excepted, Linux `tcp_rack_advance`).
+    pub fn begin_ack(&mut self, now: SimTime, min_rtt: SimDuration) {
+        self.rack.ack_now = now;
+        self.rack.ack_min_rtt = min_rtt;
+        self.rack.ack_latest_sent = None;
     }
 
     fn index_of(&self, seq: u64) -> usize {
@@ -173,6 +236,9 @@ impl Scoreboard {
                 info.rtt_from = info.rtt_from.or(Some(front.sent_at));
                 info.ca_rtt_from = Some(front.sent_at);
             }
+            if !front.sacked {
+                self.on_delivered(&front);
+            }
             self.segs.pop_front();
         }
         if karn {
@@ -181,7 +247,44 @@ impl Scoreboard {
         }
         self.lost_mark = self.lost_mark.max(ack);
         self.rtx_hint = self.rtx_hint.max(ack);
+        if let Some(q) = self.time_order.as_mut() {
+            while q.front().is_some_and(|&(_, end)| end <= ack) {
+                q.pop_front();
+            }
+        }
         info
+    }
+
+    /// A segment newly delivered (cumulatively or by SACK, not SACKed before).
+    fn on_delivered(&mut self, s: &Seg) {
+        // Linux `tcp_check_sack_reordering`: an original below the highest
+        // SACKed segment arrived late, so the path reorders.
+        if !s.retransmitted && s.end <= self.high_sacked {
+            self.reordering_seen = true;
+        }
+        if self.time_order.is_some() {
+            self.rack_advance(s);
+        }
+    }
+
+    /// RFC 8985 section 6.2 step 2, Linux `tcp_rack_advance`.
+    fn rack_advance(&mut self, s: &Seg) {
+        let r = &mut self.rack;
+        let rtt = r.ack_now.saturating_since(s.sent_at);
+        // Acknowledged sooner than the minimum RTT after it was resent: this
+        // acknowledges the original, not the retransmission.
+        if s.retransmitted && rtt < r.ack_min_rtt {
+            return;
+        }
+        r.advanced = true;
+        if r.ack_latest_sent.is_none_or(|t| s.sent_at >= t) {
+            r.ack_latest_sent = Some(s.sent_at);
+            r.rtt = rtt;
+        }
+        if sent_after(s.sent_at, s.end, r.xmit, r.end_seq) {
+            r.xmit = s.sent_at;
+            r.end_seq = s.end;
+        }
     }
 
     /// Marks the segments inside `[start, end)` SACKed. Returns the bytes
@@ -199,6 +302,7 @@ impl Scoreboard {
         while i < self.segs.len() && self.segs[i].end <= end {
             let s = self.segs[i];
             if s.start >= start && !s.sacked {
+                self.on_delivered(&s);
                 self.unmark(i);
                 self.segs[i].sacked = true;
                 self.sacked_bytes += s.len();
@@ -276,6 +380,7 @@ impl Scoreboard {
         self.lost_bytes += s.len();
         self.marked_lost_bytes += s.len();
         self.rtx_hint = self.rtx_hint.min(s.start);
+        self.lost_high = self.lost_high.max(s.end);
     }
 
     /// Marks the first outstanding segment lost (3 dupACKs, partial ACK).
@@ -311,7 +416,79 @@ impl Scoreboard {
             }
         }
         self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end);
+        self.lost_high = self.lost_high.max(self.lost_mark);
         self.rtx_hint = self.segs.front().map_or(self.rtx_hint, |s| s.start);
+        if let Some(q) = self.time_order.as_mut() {
+            q.clear(); // nothing is in flight any more
+        }
+    }
+
+    /// RFC 8985 section 6.2 step 5 (Linux `tcp_rack_detect_loss`): every
+    /// segment in flight sent before the most recently delivered one, and
+    /// not delivered within RACK.rtt + `reo_wnd` of its send time, is lost;
+    /// a retransmission too, which then is due again. Runs only after a
+    /// delivery advanced RACK unless `force` (the reordering timer).
+    /// Returns the time until the last of the others is due (Linux's
+    /// `reo_timeout`, the maximum), if any.
+    pub fn rack_detect_loss(&mut self, now: SimTime, reo_wnd: SimDuration, force: bool) -> Option<SimDuration> {
+        if !std::mem::take(&mut self.rack.advanced) && !force {
+            return None;
+        }
+        let mut q = self.time_order.take()?;
+        let (mut timeout, mut stale, mut j) = (None, 0usize, 0usize);
+        while j < q.len() {
+            let (t, end) = q[j];
+            let Some(i) = self.in_flight_index(t, end) else {
+                stale += 1;
+                j += 1;
+                continue;
+            };
+            if !sent_after(self.rack.xmit, self.rack.end_seq, t, end) {
+                break;
+            }
+            let due = t + self.rack.rtt + reo_wnd;
+            if due <= now {
+                self.mark_lost_in_flight(i);
+                stale += 1;
+            } else {
+                timeout = Some((due - now).max(timeout.unwrap_or(SimDuration::ZERO)));
+            }
+            j += 1;
+        }
+        // Stale entries behind a live one would be walked again each time.
+        if stale > 32 {
+            q.retain(|&(t, end)| self.in_flight_index(t, end).is_some());
+        } else {
+            while q.front().is_some_and(|&(t, end)| self.in_flight_index(t, end).is_none()) {
+                q.pop_front();
+            }
+        }
+        self.time_order = Some(q);
+        timeout
+    }
+
+    /// Index of the segment ending at `end` if this transmission of it, at
+    /// `t`, is what is in flight.
+    fn in_flight_index(&self, t: SimTime, end: u64) -> Option<usize> {
+        let i = self.index_of(end.checked_sub(1)?);
+        let s = self.segs.get(i)?;
+        (s.end == end && s.sent_at == t && !s.sacked && (!s.lost || s.rtx_in_flight)).then_some(i)
+    }
+
+    /// Linux `tcp_mark_skb_lost`: lost, and a retransmission in flight is
+    /// lost too (counted lost again).
+    fn mark_lost_in_flight(&mut self, i: usize) {
+        let s = &mut self.segs[i];
+        if s.rtx_in_flight {
+            s.rtx_in_flight = false;
+            self.rtx_bytes -= s.len();
+            if s.lost {
+                self.marked_lost_bytes += s.len();
+            }
+        }
+        let start = s.start;
+        self.mark_lost_at(i);
+        self.rtx_hint = self.rtx_hint.min(start);
     }
 
     /// First segment marked lost whose retransmission is not in flight.
@@ -320,10 +497,11 @@ impl Scoreboard {
             return None; // the common case: nothing is marked lost
         }
         let mut i = self.index_of(self.rtx_hint);
+        let top = self.lost_mark.max(self.lost_high);
         while i < self.segs.len() {
             let s = self.segs[i];
-            if s.start >= self.lost_mark && !s.lost {
-                break;
+            if s.start >= top {
+                break; // nothing is lost from here on
             }
             if s.lost && !s.sacked && !s.rtx_in_flight {
                 self.rtx_hint = s.start;
@@ -344,8 +522,17 @@ impl Scoreboard {
                 s.retransmitted = true;
                 s.sent_at = now;
                 self.rtx_bytes += s.len();
+                if let Some(q) = self.time_order.as_mut() {
+                    q.push_back((now, s.end));
+                }
             }
         }
+    }
+
+    /// What a tail loss probe sends again: the highest unSACKed segment
+    /// with data, else the highest segment.
+    pub fn probe_candidate(&self) -> Option<Seg> {
+        self.segs.iter().rev().find(|s| !s.fin && !s.sacked).or(self.segs.back()).copied()
     }
 
     /// Highest unSACKed segment (RFC 6675 rescue retransmission candidate).
@@ -521,6 +708,11 @@ mod tests {
         MarkHeadLost,
         MarkAllLost,
         Retransmit,
+        /// RACK's marking by transmit time, with a reordering window.
+        RackDetect {
+            reo_wnd: u64,
+            force: bool,
+        },
     }
 
     fn op() -> impl proptest::strategy::Strategy<Value = Op> {
@@ -534,6 +726,7 @@ mod tests {
             1 => Just(Op::MarkHeadLost),
             1 => Just(Op::MarkAllLost),
             2 => Just(Op::Retransmit),
+            2 => (0u64..4, proptest::bool::weighted(0.3)).prop_map(|(reo_wnd, force)| Op::RackDetect { reo_wnd, force }),
         ]
     }
 
@@ -565,10 +758,51 @@ mod tests {
         }
         let due = |s: &Seg| s.lost && !s.sacked && !s.rtx_in_flight;
         assert!(b.segs.iter().filter(|s| s.start < b.rtx_hint).all(|s| !due(s)), "a retransmission below the hint");
+        assert!(b.segs.iter().filter(|s| s.lost).all(|s| s.end <= b.lost_high), "a lost segment above lost_high");
+        if let Some(q) = b.time_order.as_ref() {
+            assert!(q.iter().zip(q.iter().skip(1)).all(|(x, y)| x.0 <= y.0), "transmissions out of time order");
+            for s in b.segs.iter().filter(|s| in_flight(s)) {
+                assert!(q.contains(&(s.sent_at, s.end)), "segment at {} in flight but not in the time order", s.start);
+            }
+        }
+    }
+
+    fn in_flight(s: &Seg) -> bool {
+        !s.sacked && (!s.lost || s.rtx_in_flight)
+    }
+
+    /// RFC 8985 section 6.2 by brute force: what `rack_detect_loss` must
+    /// mark lost, and the time until the last unmarked one is due.
+    fn check_rack_detect(b: &mut Scoreboard, before: &[Seg], now: u64, reo_wnd: u64, force: bool) {
+        let (rack, advanced) = (b.rack, b.rack.advanced || force);
+        let timeout = b.rack_detect_loss(SimTime(now), SimDuration(reo_wnd), force);
+        let sent_before = |s: &Seg| sent_after(rack.xmit, rack.end_seq, s.sent_at, s.end);
+        let due_at = |s: &Seg| s.sent_at + rack.rtt + SimDuration(reo_wnd);
+        let mut expected_timeout = None;
+        for (s0, s1) in before.iter().zip(b.segs.iter()) {
+            let hit = advanced && in_flight(s0) && sent_before(s0);
+            if hit && due_at(s0) <= SimTime(now) {
+                assert!(
+                    s1.lost && !s1.rtx_in_flight,
+                    "segment at {} sent at {:?} not marked lost by RACK {rack:?}",
+                    s0.start,
+                    s0.sent_at
+                );
+            } else {
+                assert_eq!((s0.lost, s0.rtx_in_flight), (s1.lost, s1.rtx_in_flight), "segment at {} changed", s0.start);
+                if hit {
+                    let left = due_at(s0) - SimTime(now);
+                    expected_timeout = Some(left.max(expected_timeout.unwrap_or(SimDuration::ZERO)));
+                }
+            }
+        }
+        assert_eq!(timeout, expected_timeout);
     }
 
     fn apply(b: &mut Scoreboard, op: &Op, now: u64, last_sack: &mut Option<(u64, u64)>) {
         let before: Vec<Seg> = b.segs.iter().copied().collect();
+        // Deliveries advance RACK as an ACK arriving now.
+        b.begin_ack(SimTime(now), SimDuration(3));
         match *op {
             Op::Send { len, fin } => {
                 if b.segs.back().is_some_and(|s| s.fin) {
@@ -626,6 +860,7 @@ mod tests {
                 b.mark_all_lost();
                 assert!(b.segs.iter().all(|s| s.sacked || (s.lost && !s.rtx_in_flight)));
             }
+            Op::RackDetect { reo_wnd, force } => check_rack_detect(b, &before, now, reo_wnd, force),
             Op::Retransmit => {
                 let naive = before.iter().find(|s| s.lost && !s.sacked && !s.rtx_in_flight).map(|s| s.start);
                 let next = b.next_lost();
@@ -652,8 +887,11 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
 
         #[test]
-        fn counters_and_shortcuts_agree_with_a_full_scan(ops in proptest::collection::vec(op(), 1..200)) {
+        fn counters_and_shortcuts_agree_with_a_full_scan(ops in proptest::collection::vec(op(), 1..200), rack in proptest::bool::ANY) {
             let mut b = Scoreboard::default();
+            if rack {
+                b.enable_rack();
+            }
             let mut last_sack = None;
             for (now, op) in ops.iter().enumerate() {
                 apply(&mut b, op, now as u64, &mut last_sack);

@@ -41,6 +41,8 @@ pub struct SubflowStats {
     pub retransmitted_segs: u64,
     pub timeouts: u64,
     pub fast_recoveries: u64,
+    /// Tail loss probes sent (RFC 8985 section 7; Linux TCPLossProbes).
+    pub loss_probes: u64,
     /// Payload bytes cumulatively acknowledged by the peer.
     pub bytes_acked: u64,
 }
@@ -91,6 +93,18 @@ pub struct Subflow {
     partial_ack_seen: bool,
     /// The episode's rate reduction while in SACK recovery or CWR with `cfg.prr`.
     prr: Option<Prr>,
+    /// RACK-TLP finds losses (linux mode, SACK, `cfg.rack`).
+    rack_on: bool,
+    /// RACK's reordering timer (Linux ICSK_TIME_REO_TIMEOUT).
+    reo_at: Option<SimTime>,
+    /// The tail loss probe timer (Linux ICSK_TIME_LOSS_PROBE).
+    tlp_at: Option<SimTime>,
+    /// A probe goes out on the next poll, whatever the window.
+    tlp_due: bool,
+    /// SND.NXT after the outstanding probe (Linux `tlp_high_seq`), and
+    /// whether that probe was a retransmission (`tlp_retrans`).
+    tlp_high_seq: Option<u64>,
+    tlp_retrans: bool,
     syn_pending: bool,
     probe_pending: bool,
     last_send: SimTime,
@@ -126,6 +140,17 @@ enum Tx {
 
 /// Sequence values beyond any real transfer ("unlimited" application data).
 const UNLIMITED: u64 = u64::MAX / 4;
+
+/// Linux `TCP_TIMEOUT_MIN` (2 jiffies at HZ = 1000): added to the RACK
+/// reordering timer and to a probe timeout with several segments out.
+const TCP_TIMEOUT_MIN: SimDuration = SimDuration::from_millis(2);
+
+/// Linux `TCP_RTO_MIN`: a probe with one segment out waits this much more,
+/// the longest a delayed ACK may take (RFC 8985 section 7.2).
+const TLP_DELACK_ALLOWANCE: SimDuration = SimDuration::from_millis(200);
+
+/// Linux `TCP_TIMEOUT_INIT`: the probe timeout before any RTT sample.
+const TLP_NO_RTT_TIMEOUT: SimDuration = SimDuration::from_secs(1);
 
 /// Proportional Rate Reduction over one recovery episode: RFC 6937 with
 /// its slow-start reduction bound, as Linux `tcp_cwnd_reduction`. Counts
@@ -190,6 +215,11 @@ impl Subflow {
     fn new(mut cfg: TcpConfig, local: (Addr, u16), remote: (Addr, u16), state: TcpState, is_client: bool) -> Self {
         // Timestamps, if agreed, shrink the segments later (`negotiate_timestamps`).
         cfg.fit_to_mtu(false);
+        let rack_on = cfg.rack && cfg.sack && cfg.cc_mode == CcMode::Linux;
+        let mut sb = Scoreboard::default();
+        if rack_on {
+            sb.enable_rack();
+        }
         Subflow {
             cfg,
             local: local.0,
@@ -207,7 +237,7 @@ impl Subflow {
             fin_sent: false,
             fin_acked: false,
             peer_wnd_right: 1 + cfg.mss_bytes as u64,
-            sb: Scoreboard::default(),
+            sb,
             rtt: match cfg.cc_mode {
                 CcMode::Reference => RttEstimator::new(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
                 CcMode::Linux => RttEstimator::new_linux(cfg.min_rto, cfg.max_rto, cfg.initial_rto),
@@ -226,6 +256,12 @@ impl Subflow {
             rescue_done: false,
             partial_ack_seen: false,
             prr: None,
+            rack_on,
+            reo_at: None,
+            tlp_at: None,
+            tlp_due: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
             syn_pending: true,
             probe_pending: false,
             last_send: SimTime::ZERO,
@@ -413,6 +449,7 @@ impl Subflow {
         self.rto_at = None;
         self.time_wait_at = None;
         self.delack_at = None;
+        self.clear_rack_timers();
         self.ack_pending = false;
         self.syn_pending = false;
         p
@@ -452,13 +489,27 @@ impl Subflow {
     // ----- timers -----
 
     pub fn poll_timeout(&self) -> Option<SimTime> {
-        earliest(earliest(self.rto_at, self.delack_at), self.time_wait_at)
+        let t = earliest(earliest(self.rto_at, self.delack_at), self.time_wait_at);
+        if self.rack_on {
+            earliest(t, earliest(self.reo_at, self.tlp_at))
+        } else {
+            t
+        }
     }
 
     pub fn handle_timeout(&mut self, now: SimTime, cc: &mut CcCtx) {
         if self.delack_at.is_some_and(|t| t <= now) {
             self.delack_at = None;
             self.ack_pending = true;
+        }
+        if self.reo_at.is_some_and(|t| t <= now) {
+            self.reo_at = None;
+            self.on_reo_timeout(now, cc);
+        }
+        // Before the RTO: a probe due at the same time goes instead of it.
+        if self.tlp_at.is_some_and(|t| t <= now) {
+            self.tlp_at = None;
+            self.on_tlp_timeout(now);
         }
         if self.rto_at.is_some_and(|t| t <= now) {
             self.rto_at = None;
@@ -472,6 +523,124 @@ impl Subflow {
 
     fn arm_rto(&mut self, now: SimTime) {
         self.rto_at = Some(now + self.rtt.backed_off_rto(self.backoff));
+    }
+
+    fn clear_rack_timers(&mut self) {
+        self.reo_at = None;
+        self.tlp_at = None;
+        self.tlp_due = false;
+    }
+
+    /// RFC 8985 section 6.2 step 4, Linux `tcp_rack_reo_wnd`: no settling
+    /// time for reordering until the path has shown some, once recovery is
+    /// under way or dupthresh segments are SACKed; else min_rtt/4, at most SRTT.
+    fn rack_reo_wnd(&self, state: CaState) -> SimDuration {
+        if !self.sb.reordering_seen() {
+            let dupthresh_bytes = self.cfg.dupthresh as u64 * self.cfg.mss_bytes as u64;
+            if matches!(state, CaState::Recovery | CaState::Loss) || self.sb.sacked_bytes() >= dupthresh_bytes {
+                return SimDuration::ZERO;
+            }
+        }
+        let min_rtt = self.rtt.min_rtt.unwrap_or(SimDuration::ZERO);
+        SimDuration(min_rtt.0 / 4).min(self.rtt.srtt.unwrap_or(SimDuration::ZERO))
+    }
+
+    /// RACK's loss detection (`tcp_rack_mark_lost`): `force` from the
+    /// reordering timer, else only after a delivery advanced RACK. The
+    /// timer is set for the segments still within the reordering window.
+    fn rack_mark_lost(&mut self, now: SimTime, state: CaState, force: bool) {
+        if !force && !self.sb.rack_advanced() {
+            return; // a pending timer stays
+        }
+        let reo_wnd = self.rack_reo_wnd(state);
+        self.reo_at = self.sb.rack_detect_loss(now, reo_wnd, true).map(|left| now + left + TCP_TIMEOUT_MIN);
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: segments whose reordering window has
+    /// passed are lost; outside recovery that begins one.
+    fn on_reo_timeout(&mut self, now: SimTime, cc: &mut CcCtx) {
+        let lost_before = self.sb.marked_lost_bytes();
+        let state = cc.me().ca_state;
+        self.rack_mark_lost(now, state, true);
+        if self.sb.marked_lost_bytes() > lost_before && matches!(state, CaState::Open | CaState::Disorder | CaState::Cwr) {
+            self.enter_recovery(cc);
+            if self.prr.is_some() {
+                // `tcp_cwnd_reduction(sk, 1, newly_lost, 0)`: as one packet delivered.
+                self.prr_on_ack(self.cfg.mss_bytes as u64, false, cc);
+            } else {
+                let ss = cc.me().ssthresh_pkts;
+                cc.me().cwnd_pkts = ss;
+            }
+            self.sync_cc(cc);
+        }
+    }
+
+    /// RFC 8985 section 7.2, Linux `tcp_schedule_loss_probe`: in Open or
+    /// CWR with data out, a probe after 2 SRTT (plus the delayed-ACK
+    /// allowance with one segment out), no later than the RTO.
+    fn schedule_loss_probe(&mut self, now: SimTime, state: CaState) {
+        if !self.rack_on || self.sb.is_empty() || !matches!(state, CaState::Open | CaState::Cwr) {
+            self.tlp_at = None;
+            return;
+        }
+        let pto = match self.rtt.srtt {
+            Some(srtt) if self.sb.len() == 1 => srtt + srtt + TLP_DELACK_ALLOWANCE,
+            Some(srtt) => srtt + srtt + TCP_TIMEOUT_MIN,
+            None => TLP_NO_RTT_TIMEOUT,
+        };
+        let at = now + pto;
+        self.tlp_at = Some(self.rto_at.filter(|&r| r > now).map_or(at, |r| at.min(r)));
+    }
+
+    /// Linux `tcp_send_loss_probe`: at most one probe outstanding; the
+    /// next poll sends it.
+    fn on_tlp_timeout(&mut self, _now: SimTime) {
+        if self.tlp_high_seq.is_none() && !self.sb.is_empty() {
+            self.tlp_due = true;
+        }
+    }
+
+    /// The probe: a new segment if the peer's window takes one, else the
+    /// last segment sent again (the last one with data: a bare FIN
+    /// would tell the receiver nothing it could SACK). The RTO restarts
+    /// from it.
+    fn loss_probe(&mut self, now: SimTime) -> Option<Tx> {
+        let mss = self.cfg.mss_bytes as u64;
+        let write_end = self.write_ends.front().map_or(self.snd_limit, |w| w.0);
+        let len = mss.min(write_end.saturating_sub(self.snd_nxt));
+        let tx = if self.has_unsent_data() && self.state.can_send() && self.snd_nxt + len <= self.peer_wnd_right {
+            self.tlp_high_seq = Some(self.snd_nxt + len);
+            Tx::New(len)
+        } else {
+            let seg = self.sb.probe_candidate()?;
+            self.tlp_high_seq = Some(self.snd_nxt_seq());
+            Tx::Retransmit(seg)
+        };
+        self.tlp_retrans = matches!(tx, Tx::Retransmit(_));
+        self.stats.loss_probes += 1;
+        self.arm_rto(now);
+        Some(tx)
+    }
+
+    /// Linux `tcp_process_tlp_ack`: an ACK beyond the probe's SND.NXT after
+    /// a retransmitted probe means it repaired a loss: reduce the window
+    /// once (CWR, ended at once). A duplicate ACK at it means the original
+    /// and the probe both arrived. `pure_dup`: the ACK moved nothing.
+    fn process_tlp_ack(&mut self, ack: u64, pure_dup: bool, cc: &mut CcCtx) {
+        let Some(high) = self.tlp_high_seq.filter(|&h| ack >= h) else { return };
+        if !self.tlp_retrans || pure_dup {
+            self.tlp_high_seq = None;
+        } else if ack > high {
+            self.tlp_high_seq = None;
+            self.sync_cc(cc);
+            let ss = self.reduce_ssthresh(cc);
+            let s = cc.me();
+            s.cwnd_pkts = s.cwnd_pkts.min(ss);
+            s.cwnd_cnt = 0;
+            cc.set_state(CaState::Cwr);
+            let open = if self.sb.sacked_bytes() > 0 { CaState::Disorder } else { CaState::Open };
+            cc.set_state(open);
+        }
     }
 
     fn on_rto(&mut self, now: SimTime, cc: &mut CcCtx) {
@@ -489,6 +658,8 @@ impl Subflow {
             return;
         }
         self.stats.timeouts += 1;
+        self.clear_rack_timers();
+        self.tlp_high_seq = None;
         self.sync_cc(cc);
         let state = cc.me().ca_state;
         // RFC 5681 (4): not again for a segment already resent by the timer.
@@ -658,6 +829,9 @@ impl Subflow {
         self.peer_wnd_right = self.peer_wnd_right.max(ack + pkt.wnd_bytes);
         let (una_before, lost_before) = (self.snd_una, self.sb.marked_lost_bytes());
         let delivered_before = self.snd_una + self.sb.sacked_bytes();
+        if self.rack_on {
+            self.sb.begin_ack(now, self.rtt.min_rtt.unwrap_or(SimDuration::ZERO));
+        }
         let mut sacked = SackedInfo::default();
         if self.cfg.sack {
             for &(s, e) in pkt.sack.as_slice() {
@@ -678,15 +852,28 @@ impl Subflow {
         } else if pkt.payload_bytes == 0 && !self.sb.is_empty() && !pkt.flags.has(TcpFlags::FIN) {
             self.on_dupack(cc);
         }
-        if self.cfg.sack {
+        if self.rack_on {
+            let pure_dup =
+                ack == una_before && pkt.payload_bytes == 0 && self.snd_una + self.sb.sacked_bytes() == delivered_before;
+            self.process_tlp_ack(ack, pure_dup, cc);
+            self.detect_rack_loss(now, cc);
+        } else if self.cfg.sack {
             self.detect_sack_loss(cc);
         }
         if self.prr.is_some() {
             let delivered_bytes = (self.snd_una + self.sb.sacked_bytes()).saturating_sub(delivered_before);
-            // Linux also counts an ACK that finds a retransmission lost;
-            // here only the RTO does that.
+            // Linux `tcp_cwnd_reduction`: not safe if this ACK found a
+            // loss, a lost retransmission included (RACK counts it again).
             let safe_ack = self.snd_una > una_before && self.sb.marked_lost_bytes() == lost_before;
             self.prr_on_ack(delivered_bytes, safe_ack, cc);
+        }
+        if self.rack_on {
+            // Linux `tcp_set_xmit_timer` on an ACK that acknowledged data;
+            // outside Open and CWR only the RTO is left.
+            let state = cc.me().ca_state;
+            if self.snd_una > una_before || !matches!(state, CaState::Open | CaState::Cwr) {
+                self.schedule_loss_probe(now, state);
+            }
         }
         self.sync_cc(cc);
         self.check_send_complete();
@@ -793,6 +980,7 @@ impl Subflow {
         }
         if self.sb.is_empty() {
             self.rto_at = None;
+            self.clear_rack_timers();
         } else if cc.me().ca_state != CaState::Recovery || self.cfg.sack {
             // RFC 6298 5.3; a NewReno partial ACK re-arms it itself.
             self.arm_rto(now);
@@ -842,7 +1030,26 @@ impl Subflow {
             self.sb.mark_head_lost();
             head_lost = true;
         }
-        if head_lost {
+        self.after_loss_detection(head_lost, state, cc);
+    }
+
+    /// RACK loss detection (Linux `tcp_identify_packet_loss`); a segment
+    /// found lost begins recovery (`tcp_time_to_recover`: lost_out > 0).
+    /// In recovery and after an RTO it finds lost retransmissions, which
+    /// are then sent again.
+    fn detect_rack_loss(&mut self, now: SimTime, cc: &mut CcCtx) {
+        let state = cc.me().ca_state;
+        self.rack_mark_lost(now, state, false);
+        if matches!(state, CaState::Recovery | CaState::Loss) {
+            return;
+        }
+        let lost = self.sb.any_lost();
+        self.after_loss_detection(lost, state, cc);
+    }
+
+    /// Recovery begins on a loss found outside it; else Disorder follows SACKs.
+    fn after_loss_detection(&mut self, lost: bool, state: CaState, cc: &mut CcCtx) {
+        if lost {
             self.enter_recovery(cc);
             if self.prr.is_none() {
                 // With PRR the window is set per ACK, from this one on.
@@ -870,8 +1077,13 @@ impl Subflow {
         cc.me().cwnd_cnt = 0;
         self.recovery_point = self.snd_nxt;
         self.force_rtx = true;
-        self.rescue_done = false;
+        // RFC 6675 NextSeg rule 4; Linux has no rescue retransmission
+        // (`tcp_xmit_retransmit_queue` resends what is marked lost only).
+        self.rescue_done = self.rack_on;
         self.partial_ack_seen = false;
+        // Linux `tcp_init_cwnd_reduction`: a probe outstanding is forgotten.
+        self.tlp_high_seq = None;
+        self.tlp_at = None;
         // A reduction already under way (CWR) goes on with its counts
         // (Linux `tcp_enter_recovery` skips `tcp_init_cwnd_reduction`).
         if self.prr.is_none() || cc.me().ca_state != CaState::Cwr {
@@ -1011,6 +1223,7 @@ impl Subflow {
     fn data_may_be_due(&self, cc: &SubflowCc) -> bool {
         self.has_unsent_data()
             || self.sb.any_lost()
+            || self.tlp_due
             || (self.close_requested && !self.fin_sent)
             || (self.cfg.sack && cc.ca_state == CaState::Recovery && !self.rescue_done)
     }
@@ -1065,7 +1278,9 @@ impl Subflow {
             return self.reset_reply.take();
         }
         let tx = self.next_tx(now, cc)?;
-        Some(self.build(tx, now))
+        let p = self.build(tx, now);
+        self.after_build(tx, now, cc);
+        Some(p)
     }
 
     /// Appends the next segment to `out`, built in place (a packet header
@@ -1077,7 +1292,17 @@ impl Subflow {
         }
         let Some(tx) = self.next_tx(now, cc) else { return false };
         out.push(self.build(tx, now));
+        self.after_build(tx, now, cc);
         true
+    }
+
+    /// Linux `tcp_write_xmit`: new data sent (not the probe itself)
+    /// schedules a loss probe.
+    #[inline(always)]
+    fn after_build(&mut self, tx: Tx, now: SimTime, cc: &mut CcCtx) {
+        if self.rack_on && matches!(tx, Tx::New(_)) && self.tlp_high_seq != Some(self.snd_nxt) {
+            self.schedule_loss_probe(now, cc.me().ca_state);
+        }
     }
 
     /// What to send next, if anything.
@@ -1129,6 +1354,11 @@ impl Subflow {
         if !self.data_may_be_due(cc.me()) {
             self.end_empty_round(cc.me());
             return None;
+        }
+        if std::mem::take(&mut self.tlp_due) {
+            if let Some(tx) = self.loss_probe(now) {
+                return Some(tx);
+            }
         }
         let mss = self.cfg.mss_bytes as u64;
         let cwnd_bytes = (cc.me().cwnd_pkts * mss as f64) as u64;

@@ -413,8 +413,8 @@ fn without_prr_the_window_is_ssthresh_for_the_whole_episode() {
 #[test]
 fn prr_delivers_exactly_the_bytes_sent_under_random_loss() {
     for seed in 1..=20u64 {
-        for delayed_ack in [false, true] {
-            let mut p = upload(1_000_000, TcpConfig { delayed_ack, ..linux_prr() });
+        for (delayed_ack, rack) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut p = upload(1_000_000, TcpConfig { delayed_ack, rack, ..linux_prr() });
             // A small LCG: 3 % of packets lost, both directions.
             let mut x = seed;
             p.drop = Box::new(move |_, _| {
@@ -422,8 +422,8 @@ fn prr_delivers_exactly_the_bytes_sent_under_random_loss() {
                 (x >> 33) % 100 < 3
             });
             p.run_until(SimTime::from_secs_f64(300.0));
-            assert_eq!(p.delivered_to_server, 1_000_000, "seed {seed}: {}", p.client.sf.debug_line());
-            assert!(p.client_events.contains(&AppEvent::SendComplete), "seed {seed}");
+            assert_eq!(p.delivered_to_server, 1_000_000, "seed {seed} rack {rack}: {}", p.client.sf.debug_line());
+            assert!(p.client_events.contains(&AppEvent::SendComplete), "seed {seed} rack {rack}");
         }
     }
 }
@@ -841,7 +841,7 @@ proptest::proptest! {
         cc_idx in 0usize..3,
     ) {
         let cc = ["reno", "cubic", "vegas"][cc_idx];
-        let cfg = if linux { linux_prr() } else { TcpConfig::default() };
+        let cfg = if linux { TcpConfig { rack: cc_idx != 1, ..linux_prr() } } else { TcpConfig::default() };
         let (mut c, first) = sending_client(cfg, cc);
         let mss = first[0].payload_bytes as u64;
         let seg_of = |seq: u64| (seq - 1) / mss;
@@ -1032,4 +1032,155 @@ fn an_autotuned_receive_buffer_starts_at_64_kib_and_grows_with_the_transfer() {
     assert_eq!(max_fixed, 65_536);
     eprintln!("autotuned: largest window {max} bytes, {t_auto:?}; fixed 64 KiB: {t_fixed:?}");
     assert!(t_fixed.as_secs_f64() > 2.0 * t_auto.as_secs_f64(), "fixed {t_fixed:?}, autotuned {t_auto:?}");
+}
+
+/// Linux mode with PRR and RACK-TLP, one ACK per segment; 1448-byte
+/// segments (as with timestamps) so that sequence numbers below are round.
+fn linux_rack() -> TcpConfig {
+    TcpConfig { rack: true, mss_bytes: 1448, max_payload_bytes: 1448, ..linux_prr() }
+}
+
+/// Loses the first `n` sends of data segment `seg` (0 is the first).
+fn lose_sends_of(seg: u64, n: u32) -> DropRule {
+    let mut lost = 0;
+    Box::new(move |_, pk| {
+        let hit = pk.payload_bytes > 0 && pk.seq.saturating_sub(1) / 1448 == seg && lost < n;
+        lost += hit as u32;
+        hit
+    })
+}
+
+#[test]
+fn rack_recovers_a_lost_retransmission_without_a_timeout() {
+    // Segment 60 and its first retransmission are lost. RACK sees that
+    // segments sent after the retransmission arrive and sends it again;
+    // RFC 6675 (reference mode, or linux mode with RACK off) waits for the RTO.
+    for (cfg, timeouts) in [
+        (linux_rack(), 0),
+        (TcpConfig { rack: false, ..linux_rack() }, 1),
+        (TcpConfig { delayed_ack: false, rack: true, ..Default::default() }, 1),
+    ] {
+        let mut p = upload(2_000_000, cfg);
+        p.drop = lose_sends_of(60, 2);
+        p.run_until(SimTime::from_secs_f64(20.0));
+        let what = format!("{:?} rack {}: {}", cfg.cc_mode, cfg.rack, p.client.sf.debug_line());
+        assert_eq!(p.delivered_to_server, 2_000_000, "{what}");
+        assert_eq!(p.client.sf.stats.timeouts, timeouts, "{what}");
+        if timeouts == 0 {
+            assert_eq!(p.client.sf.stats.fast_recoveries, 1, "{what}");
+            assert_eq!(p.client.sf.stats.retransmitted_segs, 2, "{what}");
+        }
+    }
+}
+
+#[test]
+fn rack_finds_a_lost_retransmission_by_its_send_time() {
+    // In recovery (reordering window 0) a retransmission is lost as soon as
+    // a segment sent after it is SACKed, and is due again at once.
+    let (mut c, first) = sending_client(linux_rack(), "reno");
+    let mss = 1448;
+    assert_eq!(first.len(), 10);
+    let t0 = SimTime::from_secs_f64(0.04);
+    // Segment 0 lost; 1..4 SACKed: RACK marks 0 lost (3 SACKed, no reordering seen).
+    c.handle_segment(t0, &ack_of(1, &[(1 + mss, 1 + 4 * mss)]));
+    assert_eq!(c.cc().ca_state, CaState::Recovery);
+    let mut out = vec![];
+    c.drain_transmit(t0, &mut out);
+    assert_eq!(out[0].seq, 1, "the fast retransmission");
+    let t1 = t0 + SimDuration::from_millis(1);
+    // New data sent after it (PRR lets some out as SACKs arrive).
+    let mut after = vec![];
+    for k in 4..9u64 {
+        c.handle_segment(t1, &ack_of(1, &[(1 + mss, 1 + (k + 1) * mss)]));
+        c.drain_transmit(t1, &mut after);
+    }
+    let later = after.iter().find(|p| p.payload_bytes > 0 && p.seq > 1).expect("new data after the retransmission").seq;
+    assert_eq!(c.sf.stats.retransmitted_segs, 1);
+    // A SACK of that later segment, 20 ms on: the retransmission is lost.
+    let t2 = t1 + SimDuration::from_millis(20);
+    c.handle_segment(t2, &ack_of(1, &[(1 + mss, 1 + 9 * mss), (later, later + mss)]));
+    let mut again = vec![];
+    c.drain_transmit(t2, &mut again);
+    assert_eq!(again.first().map(|p| p.seq), Some(1), "{}", c.sf.debug_line());
+    assert_eq!(c.sf.stats.retransmitted_segs, 2);
+    assert_eq!(c.sf.stats.timeouts, 0);
+}
+
+#[test]
+fn a_tail_loss_is_recovered_by_a_probe_not_a_timeout() {
+    // The last two segments of a transfer are lost: no later segment can
+    // reveal them. The probe resends the last; its SACK lets RACK find
+    // the other. Without RACK-TLP the RTO repairs them.
+    let n_segs = 100u64;
+    for (rack, timeouts, probes) in [(true, 0, 1), (false, 1, 0)] {
+        let mut p = Pair::new(TcpConfig { rack, ..linux_prr() }, "reno");
+        p.client.send(n_segs * 1448);
+        p.drop = Box::new(move |_, pk| {
+            let seg = pk.seq.saturating_sub(1) / 1448;
+            pk.payload_bytes > 0 && seg >= n_segs - 2 && !pk.flags.has(TcpFlags::FIN)
+        });
+        let mut seen = std::collections::BTreeSet::new();
+        let drop_first = std::mem::replace(&mut p.drop, Box::new(|_, _| false));
+        let mut drop_first = drop_first;
+        p.drop = Box::new(move |i, pk| {
+            let first = pk.payload_bytes > 0 && seen.insert(pk.seq);
+            first && drop_first(i, pk)
+        });
+        p.run_until(SimTime::from_secs_f64(5.0));
+        let s = p.client.sf.stats;
+        assert_eq!(p.delivered_to_server, n_segs * 1448, "rack {rack}: {}", p.client.sf.debug_line());
+        assert_eq!((s.timeouts, s.loss_probes), (timeouts, probes), "rack {rack}: {s:?}");
+        assert_eq!(s.retransmitted_segs, 2, "rack {rack}: {s:?}");
+    }
+}
+
+#[test]
+fn the_probe_timeout_is_two_srtt_and_no_later_than_the_rto() {
+    let (c, first) = sending_client(linux_rack(), "reno");
+    assert!(first.len() > 1);
+    // The SYN/ACK gave a 20 ms sample: the probe 2 SRTT + 2 ms after the last send.
+    let srtt = c.sf.rtt.srtt.unwrap();
+    let t = SimTime::from_secs_f64(0.02);
+    assert_eq!(c.poll_timeout(), Some(t + srtt + srtt + SimDuration::from_millis(2)));
+    // With RACK off, the RTO.
+    let (c, _) = sending_client(linux_prr(), "reno");
+    assert_eq!(c.poll_timeout(), Some(t + c.sf.rtt.rto()));
+}
+
+#[test]
+fn rack_recovery_resends_only_what_is_lost() {
+    // A loss near the end of a transfer: RFC 6675's rescue retransmission
+    // (NextSeg rule 4) resends the highest unSACKed segment too, which
+    // was not lost; Linux, and RACK mode, resend what is marked lost only.
+    for (cfg, rtx) in [(linux_rack(), 1), (TcpConfig { delayed_ack: false, ..Default::default() }, 2)] {
+        let mut p = upload(30 * 1448, cfg);
+        p.drop = lose_sends_of(24, 1);
+        p.run_until(SimTime::from_secs_f64(5.0));
+        let s = p.client.sf.stats;
+        assert_eq!(p.delivered_to_server, 30 * 1448, "{:?}", cfg.cc_mode);
+        assert_eq!((s.timeouts, s.fast_recoveries, s.retransmitted_segs), (0, 1, rtx), "{:?}: {s:?}", cfg.cc_mode);
+    }
+}
+
+#[test]
+fn the_reordering_timer_survives_an_ack_that_delivers_nothing_and_then_finds_the_loss() {
+    let (mut c, first) = sending_client(linux_rack(), "reno");
+    assert_eq!(first.len(), 10);
+    let mss = 1448;
+    // One segment SACKed above the first: within the reordering window
+    // (min_rtt/4 = 5 ms after RACK.rtt, 20 ms), so not yet lost.
+    let t0 = SimTime::from_secs_f64(0.04);
+    c.handle_segment(t0, &ack_of(1, &[(1 + mss, 1 + 2 * mss)]));
+    let reo_at = SimTime::from_secs_f64(0.02 + 0.02 + 0.005 + 0.002);
+    assert_eq!(c.poll_timeout(), Some(reo_at));
+    // The same ACK again delivers nothing: RACK does not run, the timer stays.
+    c.handle_segment(t0 + SimDuration::from_millis(1), &ack_of(1, &[(1 + mss, 1 + 2 * mss)]));
+    assert_eq!(c.poll_timeout(), Some(reo_at));
+    assert_eq!(c.cc().ca_state, CaState::Disorder);
+    c.handle_timeout(reo_at);
+    assert_eq!(c.cc().ca_state, CaState::Recovery);
+    let mut out = vec![];
+    c.drain_transmit(reo_at, &mut out);
+    assert_eq!(out.first().map(|p| p.seq), Some(1));
+    assert_eq!(c.sf.stats.timeouts, 0);
 }

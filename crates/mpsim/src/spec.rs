@@ -23,6 +23,27 @@ pub struct Spec {
     /// SDN routing is available.
     #[serde(default)]
     pub controller: Option<serde_json::Value>,
+    /// Forwarding of switches and routers that do not set their own.
+    #[serde(default)]
+    pub forwarding: ForwardingSpec,
+    /// Recompute routes `reroute_delay_ps` after a link goes down or up.
+    #[serde(default)]
+    pub reroute: bool,
+    #[serde(default = "default_reroute_delay")]
+    pub reroute_delay_ps: u64,
+}
+
+/// How a switch or router picks among equal-cost next hops.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ForwardingSpec {
+    #[default]
+    Shortest,
+    Ecmp,
+}
+
+fn default_reroute_delay() -> u64 {
+    50_000_000_000
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -38,6 +59,9 @@ pub enum NodeKindSpec {
 pub struct NodeSpec {
     pub name: String,
     pub kind: NodeKindSpec,
+    /// Overrides the simulation's `forwarding` at this node.
+    #[serde(default)]
+    pub forwarding: Option<ForwardingSpec>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]

@@ -1,0 +1,145 @@
+//! Forwarding end to end: ECMP spreads the subflows of one MPTCP
+//! connection over equal-cost spines, and with rerouting a failed link is
+//! routed around after the convergence delay.
+
+mod common;
+
+use common::testbed::{dir, download, link, no_loss, run, PS_PER_MS, PS_PER_S};
+use serde_json::{json, Value};
+
+/// client - leaf1 - {spine1, spine2} - leaf2 - server, 100 Mbps, 1 ms per
+/// link; one MPTCP download with four ndiffports subflows.
+fn leaf_spine(forwarding: &str, seed: u64) -> Value {
+    let d = || dir(100_000_000, 1.0, 100, no_loss());
+    let nodes = json!([
+        {"name": "client", "kind": "host"}, {"name": "leaf1", "kind": "switch"},
+        {"name": "spine1", "kind": "switch"}, {"name": "spine2", "kind": "switch"},
+        {"name": "leaf2", "kind": "switch"}, {"name": "server", "kind": "host"}]);
+    let links = vec![
+        link("c", "client", "leaf1", d(), d()),
+        link("l1s1", "leaf1", "spine1", d(), d()),
+        link("l1s2", "leaf1", "spine2", d(), d()),
+        link("s1l2", "spine1", "leaf2", d(), d()),
+        link("s2l2", "spine2", "leaf2", d(), d()),
+        link("s", "leaf2", "server", d(), d()),
+    ];
+    let flow = json!({"name": "mp", "transport": "mptcp", "client": "client", "server": "server",
+        "app": download(None), "start_ps": 0, "cc": "lia", "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20,
+        "path_manager": "ndiffports", "subflows": 4, "scheduler": "default"});
+    json!({"name": "leaf-spine", "seed": seed, "duration_ps": PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes, "links": links, "flows": [flow],
+           "forwarding": forwarding, "record": {"interfaces": true, "subflows": true, "pcap": []}})
+}
+
+/// Data bytes (server to client) that crossed each spine.
+fn spine_bytes(summary: &Value) -> [u64; 2] {
+    let bytes = |l: &str| summary["links"][l]["b_to_a"]["bytes"].as_u64().expect("link bytes");
+    [bytes("s1l2"), bytes("s2l2")]
+}
+
+#[test]
+fn shortest_forwarding_leaves_the_second_spine_idle() {
+    let (_, s) = run(&leaf_spine("shortest", 1)).expect("spec builds");
+    let [one, two] = spine_bytes(&s);
+    assert!(one > 1_000_000 && two == 0, "spine bytes {one} {two}");
+}
+
+#[test]
+fn ecmp_spreads_ndiffports_subflows_over_both_spines() {
+    for seed in 1..=3 {
+        let (_, s) = run(&leaf_spine("ecmp", seed)).expect("spec builds");
+        let [one, two] = spine_bytes(&s);
+        let total = (one + two) as f64;
+        assert!(one as f64 > 0.2 * total && two as f64 > 0.2 * total, "seed {seed}: spine bytes {one} {two}");
+    }
+}
+
+#[test]
+fn a_node_can_override_the_simulation_forwarding() {
+    let mut spec = leaf_spine("ecmp", 1);
+    spec["nodes"][1]["forwarding"] = json!("shortest"); // leaf1, where the upstream choice is made
+    spec["nodes"][4]["forwarding"] = json!("shortest"); // leaf2, the data's first switch
+    let (_, s) = run(&spec).expect("spec builds");
+    assert_eq!(spine_bytes(&s)[1], 0);
+}
+
+/// client - r1 - r2 - r5 - server (short) and r1 - r3 - r4 - r5 (long),
+/// 100 Mbps, 2 ms per link: a round trip of 16 ms on the short path. A
+/// Reno download; link r1-r2 fails at 1 s (and comes back at `up_s`).
+fn failover(reroute: bool, up_s: Option<f64>) -> Value {
+    let d = || dir(100_000_000, 2.0, 100, no_loss());
+    let nodes: Vec<Value> = ["client", "r1", "r2", "r3", "r4", "r5", "server"]
+        .iter()
+        .map(|n| json!({"name": n, "kind": if n.starts_with('r') { "router" } else { "host" }}))
+        .collect();
+    let mut links = vec![
+        link("c", "client", "r1", d(), d()),
+        link("r1r2", "r1", "r2", d(), d()),
+        link("r2r5", "r2", "r5", d(), d()),
+        link("r1r3", "r1", "r3", d(), d()),
+        link("r3r4", "r3", "r4", d(), d()),
+        link("r4r5", "r4", "r5", d(), d()),
+        link("s", "r5", "server", d(), d()),
+    ];
+    let mut events = vec![json!({"at_ps": PS_PER_S, "up": false})];
+    if let Some(t) = up_s {
+        events.push(json!({"at_ps": (t * PS_PER_S as f64) as u64, "up": true}));
+    }
+    links[1]["events"] = json!(events);
+    let flow = json!({"name": "f", "transport": "tcp", "client": "client", "server": "server",
+        "app": download(None), "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20,
+        "min_rto_ps": 200 * PS_PER_MS, "initial_cwnd_pkts": 10});
+    json!({"name": "failover", "seed": 1, "duration_ps": 3 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes, "links": links, "flows": [flow],
+           "reroute": reroute, "reroute_delay_ps": 50 * PS_PER_MS,
+           "record": {"interfaces": true, "subflows": true, "pcap": []}})
+}
+
+/// Bytes delivered to the client every millisecond from `from_ms` to `to_ms`.
+fn delivered_per_ms(sim: &mut mpsim::Simulation, from_ms: u64, to_ms: u64) -> Vec<(u64, u64)> {
+    (from_ms..=to_ms)
+        .map(|ms| {
+            sim.run_until(mpsim::SimTime(ms * PS_PER_MS));
+            (ms, sim.summary()["flows"]["f"]["bytes_delivered"].as_u64().expect("bytes delivered"))
+        })
+        .collect()
+}
+
+/// The first millisecond after the failure at which delivery grew past
+/// what had arrived one round trip after the failure (what was past the
+/// failed link by then).
+fn resumed_ms(spec: &Value) -> Option<u64> {
+    let mut sim = mpsim::Simulation::from_json(&spec.to_string()).expect("spec builds");
+    let samples = delivered_per_ms(&mut sim, 1000, 2000);
+    let settled = samples.iter().find(|&&(ms, _)| ms == 1016).map(|&(_, b)| b)?;
+    samples.iter().find(|&&(ms, b)| ms > 1016 && b > settled).map(|&(ms, _)| ms)
+}
+
+#[test]
+fn with_rerouting_traffic_resumes_within_the_convergence_delay_plus_one_rto() {
+    let resumed = resumed_ms(&failover(true, None)).expect("traffic resumes");
+    // Failure at 1,000 ms; routes converge 50 ms later; the sender's
+    // retransmission timer (200 ms with a 16 ms round trip) fires at most
+    // 200 ms after the last ACK it got, and its segment needs half a round
+    // trip (over the 5-hop detour, 10 ms) to arrive.
+    let bound = 1000 + 50 + 200 + 16 + 10;
+    assert!(resumed <= bound, "resumed at {resumed} ms, bound {bound} ms");
+    assert!(resumed >= 1050, "resumed at {resumed} ms, before the routes converged");
+}
+
+#[test]
+fn without_rerouting_a_failed_link_stops_traffic() {
+    assert_eq!(resumed_ms(&failover(false, None)), None);
+}
+
+#[test]
+fn routes_return_to_a_link_that_comes_back_up() {
+    let (_, s) = run(&failover(true, Some(1.5))).expect("spec builds");
+    let bytes = |l: &str| s["links"][l]["b_to_a"]["bytes"].as_u64().expect("link bytes");
+    // Data (server to client) took the detour while r1-r2 was down and
+    // the short path again after it came back.
+    assert!(bytes("r3r4") > 1_000_000, "detour carried {} bytes", bytes("r3r4"));
+    let (_, long_only) = run(&failover(true, None)).expect("spec builds");
+    let detour_only = long_only["links"]["r3r4"]["b_to_a"]["bytes"].as_u64().expect("link bytes");
+    assert!(bytes("r3r4") < detour_only / 2, "detour {} bytes with recovery, {detour_only} without", bytes("r3r4"));
+}

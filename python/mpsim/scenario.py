@@ -30,6 +30,8 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -125,6 +127,10 @@ SubflowLimit = Annotated[StrictInt, Field(ge=0, le=MAX_MPTCP_SUBFLOWS)]
 Name = Annotated[str, AfterValidator(_name)]
 
 
+# Convergence delay of rerouting: an OSPF or IS-IS network with fast timers (tens of ms).
+DEFAULT_REROUTE_DELAY_PS = 50 * 10**9
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -143,6 +149,11 @@ class Simulation(_Model):
     rcvbuf_bytes: PositiveSizeBytes = Field(DEFAULT_RCVBUF_BYTES, alias="rcvbuf")
     # Every flow starts up to this much after its `start` (a seeded draw per flow), unless it sets its own.
     start_jitter_ps: TimePs = Field(0, alias="start_jitter")
+    # Switches and routers: one shortest path per destination, or every equal-cost one with a
+    # seeded 5-tuple hash per flow (ecmp); with reroute, routes follow links going down or up.
+    forwarding: Literal["shortest", "ecmp"] = "shortest"
+    reroute: StrictBool = False
+    reroute_delay_ps: TimePs = Field(DEFAULT_REROUTE_DELAY_PS, alias="reroute_delay")
 
 
 class Node(_Model):
@@ -150,6 +161,15 @@ class Node(_Model):
 
     name: Name
     kind: Literal["host", "switch", "router"] = "host"
+    # Overrides [simulation] forwarding at this switch or router.
+    forwarding: Literal["shortest", "ecmp"] | None = None
+
+    @field_validator("forwarding")
+    @classmethod
+    def _forwarding_needs_a_forwarding_node(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("kind") == "host":
+            raise ValueError("applies to switches and routers; hosts do not forward")
+        return value
 
 
 def _loss_input(value: Any) -> Any:

@@ -180,3 +180,13 @@ def test_path_bandwidth_is_the_minimum_link_of_a_scenario_path(tmp_path):
     assert path_bandwidth(g, ["client", "leaf1", "spine2", "leaf2", "server"]) == 100_000_000
     assert len(edge_disjoint_paths(g, "leaf1", "leaf2")) == 2
     assert edge_disjoint_paths(nx.Graph([("a", "b"), ("c", "d")]), "a", "d") == []
+
+
+def test_record_paths_shows_where_subflows_went(tmp_path):
+    import mpsim
+
+    text = LEAF_SPINE.format(simulation='forwarding = "ecmp"', leaf1="") + "\n[record]\npaths = true\n"
+    summary = mpsim.run(load_scenario(write(tmp_path, "paths.toml", text))).summary
+    data = [p["links"] for p in summary["paths"] if p["src"] == "server:server-leaf2" or p["src"].startswith("server:")]
+    assert len(data) == 4
+    assert {p[1] for p in data} <= {"down1", "down2"} and len({p[1] for p in data}) == 2

@@ -526,6 +526,8 @@ class Record(_Model):
     interfaces: StrictBool = True
     subflows: StrictBool = True
     pcap: list[str] = Field(default_factory=list)
+    # The links each 5-tuple's packets crossed, in the summary's `paths` (off: costs nothing).
+    paths: StrictBool = False
 
 
 @dataclass

@@ -56,6 +56,8 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
             "pcap": list(scenario.record.pcap),
         },
     }
+    if scenario.record.paths:
+        spec["record"]["paths"] = True
     # Only what differs from the engine's defaults, so documents of scenarios without these keys stay as they were.
     if sim.forwarding != "shortest":
         spec["forwarding"] = sim.forwarding

@@ -1,12 +1,16 @@
 //! The engine's side of forwarding: the per-node modes and the rerouting
 //! settings read from the spec, the single call a switch or router makes
 //! for a packet, and the recomputation of the tables after a link changes
-//! state (a routing protocol converging `reroute_delay` later).
+//! state (a routing protocol converging `reroute_delay` later). With
+//! `record.paths`, the links each 5-tuple's packets crossed, for the summary.
 
-use crate::sim::{Ev, Simulation};
+use crate::flows::Demux;
+use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{ForwardingSpec, Spec};
 use mpsim_core::{NodeId, Packet, PacketId, Proto, SimDuration};
-use mpsim_net::{FlowKey, ForwardingMode, RouteConfig, Routes, Topology};
+use mpsim_net::{iface_of_addr, FlowKey, ForwardingMode, RouteConfig, Routes, Topology};
+use rustc_hash::FxHashMap;
+use serde_json::{json, Value};
 
 /// How the tables are built and when they are rebuilt.
 pub(crate) struct Forwarding {
@@ -17,6 +21,26 @@ pub(crate) struct Forwarding {
     pub seed: u64,
     /// Times the tables were rebuilt during the run.
     pub recomputations: u64,
+    /// The links each 5-tuple crossed (record.paths); None when not asked for.
+    pub paths: Option<PathTrace>,
+}
+
+/// Per 5-tuple, in the order first seen: its flow and the link directions
+/// its packets crossed, each once, in the order first used.
+#[derive(Default)]
+pub(crate) struct PathTrace {
+    index: FxHashMap<(u128, u8), usize>,
+    entries: Vec<PathEntry>,
+}
+
+struct PathEntry {
+    key: FlowKey,
+    flow: Option<u32>,
+    dirs: Vec<u32>,
+}
+
+fn tuple(k: &FlowKey) -> (u128, u8) {
+    (demux_key(k.src, k.sport, k.dst, k.dport), k.proto)
 }
 
 fn mode(f: ForwardingSpec) -> ForwardingMode {
@@ -34,6 +58,7 @@ impl Forwarding {
             reroute_delay: spec.reroute.then_some(SimDuration(spec.reroute_delay_ps)),
             seed: spec.seed,
             recomputations: 0,
+            paths: spec.record.paths.then(PathTrace::default),
         }
     }
 
@@ -55,7 +80,12 @@ impl Simulation {
     pub(crate) fn forward(&mut self, node: NodeId, pid: PacketId) {
         let key = flow_key(self.pool.get(pid));
         match self.routes.next_dir_for(node, &key) {
-            Some(d) => self.transmit(d, pid),
+            Some(d) => {
+                if self.forwarding.paths.is_some() {
+                    self.trace_hop(&key, d);
+                }
+                self.transmit(d, pid)
+            }
             None => {
                 self.no_route_drops += 1;
                 self.pool.free(pid);
@@ -77,6 +107,59 @@ impl Simulation {
         let dir_up: Vec<bool> = self.dirs.iter().map(|d| d.params.up).collect();
         self.routes = self.forwarding.routes(&self.topo, &dir_up);
         self.forwarding.recomputations += 1;
+    }
+}
+
+impl Simulation {
+    #[cold]
+    fn trace_hop(&mut self, key: &FlowKey, dir: u32) {
+        let flow = self.flow_of(key);
+        let Some(trace) = self.forwarding.paths.as_mut() else { return };
+        let i = *trace.index.entry(tuple(key)).or_insert_with(|| {
+            // The first hop leaves the sender over the link of its source address.
+            let first = iface_of_addr(key.src).map(|(l, side)| 2 * l.0 + side);
+            trace.entries.push(PathEntry { key: *key, flow, dirs: first.into_iter().collect() });
+            trace.entries.len() - 1
+        });
+        let e = &mut trace.entries[i];
+        if !e.dirs.contains(&dir) {
+            e.dirs.push(dir);
+        }
+    }
+
+    /// The flow a packet belongs to: by its sender's endpoint, else by
+    /// what its receiver expects (a SYN, a datagram).
+    fn flow_of(&self, k: &FlowKey) -> Option<u32> {
+        let sender = self.demux.get(&demux_key(k.src, k.sport, k.dst, k.dport));
+        let receiver = self.demux.get(&demux_key(k.dst, k.dport, k.src, k.sport));
+        [sender, receiver].into_iter().flatten().find_map(|d| match *d {
+            Demux::Ep(ep) => Some(self.endpoints[ep as usize].flow),
+            Demux::Pending { flow, .. } | Demux::Udp { flow } => Some(flow),
+        })
+    }
+
+    fn iface_name(&self, a: mpsim_core::Addr) -> String {
+        match iface_of_addr(a).filter(|(l, _)| l.index() < self.links.len()) {
+            Some((l, side)) => format!("{}:{}", self.nodes[self.topo.end(l, side).index()].name, self.links[l.index()].name),
+            None => a.to_string(),
+        }
+    }
+
+    /// The `paths` section of the summary (record.paths), or None.
+    pub(crate) fn path_summary(&self) -> Option<Value> {
+        let trace = self.forwarding.paths.as_ref()?;
+        let rows = trace.entries.iter().map(|e| {
+            json!({
+                "flow": e.flow.map(|f| self.flows[f as usize].spec.name.clone()),
+                "src": self.iface_name(e.key.src),
+                "sport": e.key.sport,
+                "dst": self.iface_name(e.key.dst),
+                "dport": e.key.dport,
+                "proto": if e.key.proto == 6 { "tcp" } else { "udp" },
+                "links": e.dirs.iter().map(|&d| self.links[(d / 2) as usize].name.clone()).collect::<Vec<_>>(),
+            })
+        });
+        Some(Value::Array(rows.collect()))
     }
 }
 

@@ -544,7 +544,7 @@ impl Simulation {
             };
             links.insert(link.name.clone(), json!({"a_to_b": dir(2 * l), "b_to_a": dir(2 * l + 1)}));
         }
-        json!({
+        let mut summary = json!({
             "format": 1,
             "scenario": self.name,
             "seed": self.seed,
@@ -554,7 +554,11 @@ impl Simulation {
             "packet_hops": self.packet_hops,
             "flows": flows,
             "links": links,
-        })
+        });
+        if let Some(paths) = self.path_summary() {
+            summary["paths"] = paths;
+        }
+        summary
     }
 
     fn flow_summary(&self, i: usize) -> Value {

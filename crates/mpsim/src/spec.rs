@@ -431,6 +431,9 @@ pub struct RecordSpec {
     pub subflows: bool,
     #[serde(default)]
     pub pcap: Vec<String>,
+    /// The links each 5-tuple crossed, in the summary's `paths`.
+    #[serde(default)]
+    pub paths: bool,
 }
 
 impl Spec {

@@ -143,3 +143,28 @@ fn routes_return_to_a_link_that_comes_back_up() {
     let detour_only = long_only["links"]["r3r4"]["b_to_a"]["bytes"].as_u64().expect("link bytes");
     assert!(bytes("r3r4") < detour_only / 2, "detour {} bytes with recovery, {detour_only} without", bytes("r3r4"));
 }
+
+#[test]
+fn record_paths_lists_the_links_each_subflow_crossed() {
+    let mut spec = leaf_spine("ecmp", 1);
+    let (_, plain) = run(&spec).expect("spec builds");
+    assert!(plain.get("paths").is_none(), "off by default");
+    spec["record"]["paths"] = json!(true);
+    let (_, s) = run(&spec).expect("spec builds");
+    let paths = s["paths"].as_array().expect("a paths section");
+    let names = |p: &Value| -> Vec<String> {
+        p["links"].as_array().expect("links").iter().map(|l| l.as_str().expect("a name").to_string()).collect()
+    };
+    // The data of each subflow: from the server's interface to the client's.
+    let data: Vec<Vec<String>> = paths.iter().filter(|p| p["src"] == "server:s").map(names).collect();
+    assert_eq!(data.len(), 4, "one 5-tuple per subflow: {paths:?}");
+    for p in &data {
+        assert_eq!(p.len(), 4, "server link, a spine's two links, client link: {p:?}");
+        assert!(p[0] == "s" && p[3] == "c");
+    }
+    let via_two = data.iter().filter(|p| p[1] == "s2l2").count();
+    assert!((1..4).contains(&via_two), "both spines carry subflows: {data:?}");
+    assert!(paths.iter().all(|p| p["flow"] == "mp" && p["proto"] == "tcp"));
+    // Recording does not change the run.
+    assert_eq!(s["links"], plain["links"]);
+}

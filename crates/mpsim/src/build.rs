@@ -236,6 +236,7 @@ impl Simulation {
             let flow = sim.build_flow(i, f, spec, &index)?;
             sim.flows.push(flow);
         }
+        sim.build_pins(spec)?;
         sim.schedule_initial_events(spec);
         Ok(sim)
     }

@@ -3,6 +3,8 @@
 //! for a packet, and the recomputation of the tables after a link changes
 //! state (a routing protocol converging `reroute_delay` later). With
 //! `record.paths`, the links each 5-tuple's packets crossed, for the summary.
+//! Pinned paths (`[[flow]] paths`) are per-flow entries at the switches and
+//! routers along them, matched on the 5-tuple ahead of the tables.
 
 use crate::flows::Demux;
 use crate::sim::{demux_key, Ev, Simulation};
@@ -23,6 +25,30 @@ pub(crate) struct Forwarding {
     pub recomputations: u64,
     /// The links each 5-tuple crossed (record.paths); None when not asked for.
     pub paths: Option<PathTrace>,
+    /// Pinned paths of flows; None when no flow pins one.
+    pub pins: Option<Pins>,
+}
+
+/// One pinned path: the direction each node on it forwards over, both ways.
+struct PinnedPath {
+    /// The client's link the path starts on: a subflow leaving on another
+    /// interface cannot follow it.
+    first_link: u32,
+    to_server: Vec<(NodeId, u32)>,
+    to_client: Vec<(NodeId, u32)>,
+}
+
+/// Per-flow forwarding entries: each 5-tuple of a flow with pinned paths
+/// takes, when first seen, the next of its flow's paths that start on its
+/// client interface, in order (round robin for later connections).
+#[derive(Default)]
+pub(crate) struct Pins {
+    /// Per flow.
+    paths: Vec<Vec<PinnedPath>>,
+    /// Per (flow, first link): how many 5-tuples took one of its paths.
+    taken: FxHashMap<(u32, u32), u32>,
+    /// Client-side 5-tuple to (flow, path); None for one that is not pinned.
+    assigned: FxHashMap<(u128, u8), Option<(u32, u32)>>,
 }
 
 /// Per 5-tuple, in the order first seen: its flow and the link directions
@@ -59,6 +85,7 @@ impl Forwarding {
             seed: spec.seed,
             recomputations: 0,
             paths: spec.record.paths.then(PathTrace::default),
+            pins: None,
         }
     }
 
@@ -79,7 +106,8 @@ impl Simulation {
     /// it when it has no route.
     pub(crate) fn forward(&mut self, node: NodeId, pid: PacketId) {
         let key = flow_key(self.pool.get(pid));
-        match self.routes.next_dir_for(node, &key) {
+        let pinned = if self.forwarding.pins.is_some() { self.pinned_dir(node, &key) } else { None };
+        match pinned.or_else(|| self.routes.next_dir_for(node, &key)) {
             Some(d) => {
                 if self.forwarding.paths.is_some() {
                     self.trace_hop(&key, d);
@@ -110,7 +138,113 @@ impl Simulation {
     }
 }
 
+/// A path of link names resolved to the direction each node forwards over,
+/// from `client` to `server`, or why it is not one.
+fn resolve_path(sim: &Simulation, names: &[String], client: NodeId, server: NodeId) -> Result<PinnedPath, String> {
+    let mut at = client;
+    let mut hops = Vec::new();
+    let mut first_link = None;
+    for name in names {
+        let l = sim.links.iter().position(|l| l.name == *name).ok_or(format!("unknown link '{name}'"))?;
+        let link = &sim.links[l];
+        let (dir, next) = match (link.a == at, link.b == at) {
+            (true, _) => (2 * l as u32, link.b),
+            (_, true) => (2 * l as u32 + 1, link.a),
+            _ => return Err(format!("link '{name}' does not continue the path from '{}'", sim.nodes[at.index()].name)),
+        };
+        if at != client && sim.nodes[at.index()].kind == mpsim_net::NodeKind::Host {
+            return Err(format!("the path runs through host '{}'; hosts do not forward", sim.nodes[at.index()].name));
+        }
+        if next == client || hops.iter().any(|&(n, _)| n == next) {
+            return Err(format!("the path visits '{}' twice", sim.nodes[next.index()].name));
+        }
+        first_link.get_or_insert(l as u32);
+        hops.push((at, dir));
+        at = next;
+    }
+    if at != server {
+        return Err(format!("the path ends at '{}', not at the server", sim.nodes[at.index()].name));
+    }
+    let first_link = first_link.ok_or("a path needs at least one link")?;
+    // Back from the server: each hop's reverse direction, from the node it led to.
+    let mut to_client: Vec<(NodeId, u32)> = hops.iter().map(|&(_, d)| (sim.dir_far_node(d), d ^ 1)).collect();
+    to_client.reverse();
+    hops.retain(|&(n, _)| n != client);
+    to_client.retain(|&(n, _)| n != server);
+    Ok(PinnedPath { first_link, to_server: hops, to_client })
+}
+
 impl Simulation {
+    /// Resolves the pinned paths of every flow (`[[flow]] paths`).
+    pub(crate) fn build_pins(&mut self, spec: &Spec) -> Result<(), crate::sim::BuildError> {
+        if spec.flows.iter().all(|f| f.paths.is_none()) {
+            return Ok(());
+        }
+        let mut pins = Pins::default();
+        for (i, f) in spec.flows.iter().enumerate() {
+            let client = self.flows[i].client;
+            let server = match f.paths {
+                Some(_) => self.nodes.iter().position(|n| n.name == f.server).map_or(client, |n| NodeId(n as u32)),
+                None => client,
+            };
+            let mut resolved = Vec::new();
+            for (j, names) in f.paths.iter().flatten().enumerate() {
+                let p = resolve_path(self, names, client, server)
+                    .map_err(|e| crate::sim::BuildError::Invalid(format!("flow '{}': paths[{j}]: {e}", f.name)))?;
+                resolved.push(p);
+            }
+            pins.paths.push(resolved);
+        }
+        self.forwarding.pins = Some(pins);
+        Ok(())
+    }
+
+    /// The pinned direction at `node` for a packet of 5-tuple `key`, if its
+    /// flow pins it to a path through `node`.
+    fn pinned_dir(&mut self, node: NodeId, key: &FlowKey) -> Option<u32> {
+        let up = tuple(key);
+        let down = (demux_key(key.dst, key.dport, key.src, key.sport), key.proto);
+        let pins = self.forwarding.pins.as_ref()?;
+        let (pin, to_server) = match (pins.assigned.get(&up), pins.assigned.get(&down)) {
+            (Some(&p), _) => (p, true),
+            (None, Some(&p)) => (p, false),
+            (None, None) => self.assign_pin(key)?,
+        };
+        let (flow, path) = pin?;
+        let p = &self.forwarding.pins.as_ref()?.paths[flow as usize][path as usize];
+        let hops = if to_server { &p.to_server } else { &p.to_client };
+        hops.iter().find(|&&(n, _)| n == node).map(|&(_, d)| d)
+    }
+
+    /// First sight of a 5-tuple: the next path of its flow that starts on
+    /// its client interface, remembered for both directions.
+    #[cold]
+    fn assign_pin(&mut self, key: &FlowKey) -> Option<(Option<(u32, u32)>, bool)> {
+        let flow = self.flow_of(key)?;
+        let client = self.flows[flow as usize].client;
+        let host_link = |a| iface_of_addr(a).map(|(l, side)| (self.topo.end(l, side), l.0));
+        let (to_server, client_link) = match (host_link(key.src), host_link(key.dst)) {
+            (Some((h, l)), _) if h == client => (true, l),
+            (_, Some((h, l))) if h == client => (false, l),
+            _ => return None,
+        };
+        let canonical = if to_server { tuple(key) } else { (demux_key(key.dst, key.dport, key.src, key.sport), key.proto) };
+        let pins = self.forwarding.pins.as_mut()?;
+        let candidates: Vec<u32> = (0..pins.paths[flow as usize].len() as u32)
+            .filter(|&p| pins.paths[flow as usize][p as usize].first_link == client_link)
+            .collect();
+        let pin = if candidates.is_empty() {
+            None
+        } else {
+            let taken = pins.taken.entry((flow, client_link)).or_insert(0);
+            let path = candidates[*taken as usize % candidates.len()];
+            *taken += 1;
+            Some((flow, path))
+        };
+        pins.assigned.insert(canonical, pin);
+        Some((pin, to_server))
+    }
+
     #[cold]
     fn trace_hop(&mut self, key: &FlowKey, dir: u32) {
         let flow = self.flow_of(key);
@@ -132,9 +266,9 @@ impl Simulation {
     fn flow_of(&self, k: &FlowKey) -> Option<u32> {
         let sender = self.demux.get(&demux_key(k.src, k.sport, k.dst, k.dport));
         let receiver = self.demux.get(&demux_key(k.dst, k.dport, k.src, k.sport));
-        [sender, receiver].into_iter().flatten().find_map(|d| match *d {
-            Demux::Ep(ep) => Some(self.endpoints[ep as usize].flow),
-            Demux::Pending { flow, .. } | Demux::Udp { flow } => Some(flow),
+        Some(match *sender.or(receiver)? {
+            Demux::Ep(ep) => self.endpoints[ep as usize].flow,
+            Demux::Pending { flow, .. } | Demux::Udp { flow } => flow,
         })
     }
 

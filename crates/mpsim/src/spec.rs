@@ -369,6 +369,10 @@ pub struct FlowSpec {
     pub initial_cwnd_pkts: u32,
     #[serde(default)]
     pub client_interfaces: Option<Vec<String>>,
+    /// Pinned paths: link names from client to server, one per subflow in
+    /// the order the client opens them (docs/scenario-extensions.md).
+    #[serde(default)]
+    pub paths: Option<Vec<Vec<String>>>,
     #[serde(default)]
     pub handover_after_down_ps: Option<u64>,
     /// mptcp: default | roundrobin | redundant | upstream.

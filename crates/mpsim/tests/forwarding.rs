@@ -168,3 +168,69 @@ fn record_paths_lists_the_links_each_subflow_crossed() {
     // Recording does not change the run.
     assert_eq!(s["links"], plain["links"]);
 }
+
+/// client - r1 - {m1, m2} - r2 - server, 100 Mbps, 1 ms per link: two
+/// equal paths, the tables take m1 (the lower link index).
+fn diamond(flow: Value) -> Value {
+    let d = || dir(100_000_000, 1.0, 100, no_loss());
+    let nodes: Vec<Value> = ["client", "r1", "m1", "m2", "r2", "server"]
+        .iter()
+        .map(|n| json!({"name": n, "kind": if n.contains('1') || n.contains('2') { "router" } else { "host" }}))
+        .collect();
+    let links = vec![
+        link("c", "client", "r1", d(), d()),
+        link("r1m1", "r1", "m1", d(), d()),
+        link("m1r2", "m1", "r2", d(), d()),
+        link("r1m2", "r1", "m2", d(), d()),
+        link("m2r2", "m2", "r2", d(), d()),
+        link("s", "r2", "server", d(), d()),
+    ];
+    json!({"name": "diamond", "seed": 1, "duration_ps": PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes, "links": links, "flows": [flow],
+           "record": {"interfaces": true, "subflows": true, "pcap": []}})
+}
+
+fn bytes_both_ways(s: &Value, l: &str) -> u64 {
+    ["a_to_b", "b_to_a"].iter().map(|d| s["links"][l][d]["bytes"].as_u64().expect("link bytes")).sum()
+}
+
+#[test]
+fn a_pinned_path_moves_a_tcp_flow_off_the_shortest_path() {
+    let flow = |paths: Value| {
+        json!({"name": "f", "transport": "tcp", "client": "client", "server": "server", "app": download(None),
+               "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20, "paths": paths})
+    };
+    let (_, s) = run(&diamond(flow(Value::Null))).expect("spec builds");
+    assert!(bytes_both_ways(&s, "m1r2") > 1_000_000 && bytes_both_ways(&s, "m2r2") == 0);
+    let (_, s) = run(&diamond(flow(json!([["c", "r1m2", "m2r2", "s"]])))).expect("spec builds");
+    assert!(bytes_both_ways(&s, "m2r2") > 1_000_000, "{}", s["links"]);
+    assert_eq!(bytes_both_ways(&s, "m1r2") + bytes_both_ways(&s, "r1m1"), 0, "data and ACKs follow the pin");
+}
+
+#[test]
+fn pinned_paths_put_each_subflow_on_its_own_path() {
+    let flow = json!({"name": "mp", "transport": "mptcp", "client": "client", "server": "server",
+        "app": download(None), "start_ps": 0, "cc": "lia", "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20,
+        "path_manager": "ndiffports", "subflows": 2, "scheduler": "default",
+        "paths": [["c", "r1m1", "m1r2", "s"], ["c", "r1m2", "m2r2", "s"]]});
+    let (_, s) = run(&diamond(flow)).expect("spec builds");
+    let (one, two) = (bytes_both_ways(&s, "m1r2"), bytes_both_ways(&s, "m2r2"));
+    assert!(one > 1_000_000 && two > 1_000_000, "m1 {one}, m2 {two}");
+}
+
+#[test]
+fn a_path_that_does_not_join_client_and_server_is_refused() {
+    let flow = |path: Value| {
+        json!({"name": "f", "transport": "tcp", "client": "client", "server": "server", "app": download(None),
+               "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 16u64 << 20, "paths": [path]})
+    };
+    for (path, why) in [
+        (json!(["c", "m1r2", "s"]), "does not continue"),
+        (json!(["c", "r1m1"]), "not at the server"),
+        (json!(["c", "nope"]), "unknown link"),
+        (json!(["c", "r1m1", "r1m1"]), "twice"),
+    ] {
+        let err = mpsim::Simulation::from_json(&diamond(flow(path.clone())).to_string()).err().expect("refused");
+        assert!(err.to_string().contains(why), "{path}: {err}");
+    }
+}

@@ -190,3 +190,109 @@ def test_record_paths_shows_where_subflows_went(tmp_path):
     data = [p["links"] for p in summary["paths"] if p["src"] == "server:server-leaf2" or p["src"].startswith("server:")]
     assert len(data) == 4
     assert {p[1] for p in data} <= {"down1", "down2"} and len({p[1] for p in data}) == 2
+
+
+DIAMOND = """\
+name = "diamond"
+
+[simulation]
+duration = "1s"
+
+[[node]]
+name = "client"
+
+[[node]]
+name = "r1"
+kind = "router"
+
+[[node]]
+name = "m1"
+kind = "router"
+
+[[node]]
+name = "m2"
+kind = "router"
+
+[[node]]
+name = "r2"
+kind = "router"
+
+[[node]]
+name = "server"
+
+[[link]]
+name = "c"
+between = ["client", "r1"]
+bandwidth = "100Mbps"
+delay = "1ms"
+
+[[link]]
+name = "r1m1"
+between = ["r1", "m1"]
+bandwidth = "100Mbps"
+delay = "1ms"
+
+[[link]]
+name = "m1r2"
+between = ["m1", "r2"]
+bandwidth = "100Mbps"
+delay = "1ms"
+
+[[link]]
+name = "r1m2"
+between = ["r1", "m2"]
+bandwidth = "100Mbps"
+delay = "1ms"
+
+[[link]]
+name = "m2r2"
+between = ["m2", "r2"]
+bandwidth = "100Mbps"
+delay = "1ms"
+
+[[link]]
+name = "s"
+between = ["r2", "server"]
+bandwidth = "100Mbps"
+delay = "1ms"
+
+[[flow]]
+name = "mp"
+transport = "mptcp"
+client = "client"
+server = "server"
+app = "download"
+path_manager = "ndiffports"
+subflows = 2
+paths = {paths}
+"""
+
+
+def diamond(tmp_path, paths: str):
+    return write(tmp_path, "diamond.toml", DIAMOND.format(paths=paths))
+
+
+def test_pinned_paths_reach_the_engine_spec_and_steer_subflows(tmp_path):
+    import mpsim
+
+    sc = load_scenario(diamond(tmp_path, '[["c", "r1m1", "m1r2", "s"], ["c", "r1m2", "m2r2", "s"]]'))
+    assert sc.to_engine_spec()["flows"][0]["paths"][1] == ["c", "r1m2", "m2r2", "s"]
+    links = mpsim.run(sc).summary["links"]
+    assert links["m1r2"]["b_to_a"]["bytes"] > 100_000 and links["m2r2"]["b_to_a"]["bytes"] > 100_000
+
+
+@pytest.mark.parametrize(
+    ("paths", "key", "message"),
+    [
+        ('[["c", "m1r2", "s"]]', "flow[0].paths[0][1]", "does not continue the path from 'r1'"),
+        ('[["c", "nope"]]', "flow[0].paths[0][1]", "unknown link 'nope'"),
+        ('[["c", "r1m1", "m1r2"]]', "flow[0].paths[0]", "ends at 'r2', not at the server"),
+        ('[["c", "r1m1", "r1m1"]]', "flow[0].paths[0][2]", "visits 'r1' twice"),
+        ("[[]]", "flow[0].paths[0]", "at least one link"),
+    ],
+)
+def test_a_bad_pinned_path_is_refused_with_file_line_and_key(tmp_path, paths, key, message):
+    err = error_of(diamond(tmp_path, paths))
+    assert err.key == key and message in err.message
+    paths_line = DIAMOND.splitlines().index("paths = {paths}") + 1
+    assert err.line == paths_line and err.file.endswith("diamond.toml")

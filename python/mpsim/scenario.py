@@ -454,6 +454,8 @@ class Flow(_Model):
     opportunistic_retransmission: StrictBool | None = None
     penalisation: StrictBool | None = None
     client_interfaces: list[Name] | None = None
+    # Pinned paths: link names from client to server, one per subflow in the order the client opens them.
+    paths: list[list[Name]] | None = None
     mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")
     sndbuf_bytes: PositiveSizeBytes | None = Field(None, alias="sndbuf")

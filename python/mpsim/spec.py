@@ -144,6 +144,8 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
     }
     if flow.ecn:  # off is the engine's default
         spec["ecn"] = True
+    if flow.paths is not None:  # only when set, so documents without it stay as they were
+        spec["paths"] = [list(path) for path in flow.paths]
     if flow.cc_params:
         spec["cc_params"] = {key: float(value) for key, value in flow.cc_params.items()}
     start_jitter_ps = flow.start_jitter_ps if flow.start_jitter_ps is not None else sim.start_jitter_ps

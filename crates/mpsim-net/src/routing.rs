@@ -89,8 +89,9 @@ pub struct RouteConfig<'a> {
 /// direction or ECMP group towards the interfaces behind that attachment.
 #[derive(Debug)]
 pub struct Routes {
-    /// Per interface: its attachment slot, or NONE if no forwarding node reaches it.
-    slot_of_iface: Vec<u32>,
+    /// Per interface: its attachment slot (NONE if no forwarding node
+    /// reaches it) and the attachment, side by side for one load per hop.
+    slot_of_iface: Vec<(u32, NodeId)>,
     /// Per slot: the forwarding node the interfaces of that slot hang off.
     attach: Vec<NodeId>,
     /// Per node: its row of `table`, or NONE for hosts.
@@ -169,6 +170,8 @@ impl Topology {
         for (slot, &t) in attach.iter().enumerate() {
             b.fill_slot(t, |m, entry| table[row_of_node[m.index()] as usize * n_slots + slot] = entry);
         }
+        let slot_of_iface =
+            slot_of_iface.iter().map(|&slot| (slot, attach.get(slot as usize).copied().unwrap_or(NodeId(NONE)))).collect();
         Routes {
             slot_of_iface,
             attach,
@@ -282,11 +285,11 @@ impl Routes {
     fn entry(&self, n: NodeId, dst: Addr) -> Option<u32> {
         let (link, side) = iface_of_addr(dst)?;
         let iface = (2 * link.0 + side) as usize;
-        let slot = *self.slot_of_iface.get(iface)?;
+        let &(slot, attach) = self.slot_of_iface.get(iface)?;
         if slot == NONE {
             return None;
         }
-        if self.attach[slot as usize] == n {
+        if attach == n {
             // The attachment reaches the host over the interface's own link.
             return Some(iface as u32 ^ 1);
         }
@@ -313,7 +316,14 @@ impl Routes {
     /// Outgoing direction at forwarding node `n` for a packet of flow `key`.
     #[inline]
     pub fn next_dir_for(&self, n: NodeId, key: &FlowKey) -> Option<DirId> {
-        let e = self.entry(n, key.dst)?;
+        self.next_dir_with(n, key.dst, || *key)
+    }
+
+    /// As [`Routes::next_dir_for`], reading the 5-tuple only at an ECMP
+    /// group: most hops have one next hop and need no hash.
+    #[inline]
+    pub fn next_dir_with(&self, n: NodeId, dst: Addr, key: impl FnOnce() -> FlowKey) -> Option<DirId> {
+        let e = self.entry(n, dst)?;
         if e & GROUP_BIT == 0 {
             return Some(e);
         }
@@ -321,7 +331,7 @@ impl Routes {
         let rows = &self.hash_rows[self.row_of_node[n.index()] as usize];
         // Hash-threshold selection (RFC 2992 section 4): the hash scaled to
         // the group size, so a group's members get equal ranges of it.
-        let h = ecmp_hash(rows, key) as usize;
+        let h = ecmp_hash(rows, &key()) as usize;
         Some(group[(h * group.len()) >> 16])
     }
 
@@ -336,11 +346,8 @@ impl Routes {
 
     /// Bytes the tables hold on the heap (capacity, not length).
     pub fn heap_bytes(&self) -> usize {
-        4 * (self.slot_of_iface.capacity()
-            + self.row_of_node.capacity()
-            + self.table.capacity()
-            + self.group_start.capacity()
-            + self.group_dirs.capacity())
+        8 * self.slot_of_iface.capacity()
+            + 4 * (self.row_of_node.capacity() + self.table.capacity() + self.group_start.capacity() + self.group_dirs.capacity())
             + std::mem::size_of::<NodeId>() * self.attach.capacity()
             + std::mem::size_of::<HashRows>() * self.hash_rows.capacity()
     }

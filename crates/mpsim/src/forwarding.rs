@@ -105,12 +105,13 @@ impl Simulation {
     /// A switch or router sends `pid` on towards its destination, or drops
     /// it when it has no route.
     pub(crate) fn forward(&mut self, node: NodeId, pid: PacketId) {
-        let key = flow_key(self.pool.get(pid));
-        let pinned = if self.forwarding.pins.is_some() { self.pinned_dir(node, &key) } else { None };
-        match pinned.or_else(|| self.routes.next_dir_for(node, &key)) {
+        let p = self.pool.get(pid);
+        let pinned = if self.forwarding.pins.is_some() { self.pinned_dir(node, &flow_key(p)) } else { None };
+        let p = self.pool.get(pid);
+        match pinned.or_else(|| self.routes.next_dir_with(node, p.dst, || flow_key(p))) {
             Some(d) => {
                 if self.forwarding.paths.is_some() {
-                    self.trace_hop(&key, d);
+                    self.trace_hop(&flow_key(self.pool.get(pid)), d);
                 }
                 self.transmit(d, pid)
             }

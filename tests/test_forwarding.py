@@ -101,7 +101,8 @@ def test_defaults_leave_the_engine_spec_as_it_was(tmp_path):
 
 
 def test_forwarding_keys_reach_the_engine_spec(tmp_path):
-    path = leaf_spine(tmp_path, 'forwarding = "ecmp"\nreroute = true\nreroute_delay = "20ms"', 'forwarding = "shortest"')
+    simulation = 'forwarding = "ecmp"\nreroute = true\nreroute_delay = "20ms"'
+    path = leaf_spine(tmp_path, simulation, 'forwarding = "shortest"')
     spec = load_scenario(path).to_engine_spec()
     assert (spec["forwarding"], spec["reroute"], spec["reroute_delay_ps"]) == ("ecmp", True, 20 * 10**9)
     assert spec["nodes"][1] == {"name": "leaf1", "kind": "switch", "forwarding": "shortest"}
@@ -113,7 +114,8 @@ def test_an_unknown_forwarding_mode_is_refused_with_its_line(tmp_path):
 
 
 def test_a_host_cannot_forward(tmp_path):
-    text = LEAF_SPINE.format(simulation="", leaf1="").replace('name = "client"\n', 'name = "client"\nforwarding = "ecmp"\n', 1)
+    text = LEAF_SPINE.format(simulation="", leaf1="")
+    text = text.replace('name = "client"\n', 'name = "client"\nforwarding = "ecmp"\n', 1)
     err = error_of(write(tmp_path, "host.toml", text))
     assert (err.line, err.key) == (9, "node[0].forwarding")
     assert "hosts do not forward" in str(err)

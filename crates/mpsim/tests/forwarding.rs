@@ -288,3 +288,55 @@ proptest::proptest! {
         proptest::prop_assert_eq!(drops, 0);
     }
 }
+
+/// The longest time, in ms, during which delivery did not grow, sampled
+/// every millisecond until the flow completed.
+fn longest_stall_ms(spec: &Value) -> (u64, bool) {
+    let mut sim = mpsim::Simulation::from_json(&spec.to_string()).expect("spec builds");
+    let (mut last_bytes, mut last_change, mut longest) = (0, 0, 0);
+    for ms in 1..=2000 {
+        sim.run_until(mpsim::SimTime(ms * PS_PER_MS));
+        let f = &sim.summary()["flows"]["f"];
+        let bytes = f["bytes_delivered"].as_u64().expect("bytes delivered");
+        if bytes != last_bytes {
+            longest = longest.max(ms - last_change);
+            (last_bytes, last_change) = (bytes, ms);
+        }
+        if f["completion_time_s"].as_f64().is_some() {
+            return (longest, true);
+        }
+    }
+    (longest, false)
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 16, ..Default::default() })]
+
+    /// With rerouting, a link outside the random tree failing in the
+    /// middle of a download stalls it for at most the convergence delay
+    /// plus one RTO (and the round trips around them), and it completes.
+    #[test]
+    fn with_rerouting_a_failure_on_random_networks_stalls_at_most_delay_plus_rto(
+        n in 3usize..9,
+        parents in proptest::collection::vec(0usize..8, 8),
+        extra in proptest::collection::vec((0usize..8, 0usize..8), 1..6),
+        ecmp in proptest::collection::vec(proptest::bool::ANY, 8),
+        ends in (0usize..8, 0usize..8),
+        fail in 0usize..6,
+    ) {
+        let mut spec = random_network(n, &parents, &extra, &ecmp, ends);
+        let name = format!("x{}", fail % extra.len());
+        let Some(l) = spec["links"].as_array_mut().expect("links").iter_mut().find(|l| l["name"] == name.as_str()) else {
+            return Ok(()); // that extra link joined a node to itself and was left out
+        };
+        l["events"] = json!([{"at_ps": 20 * PS_PER_MS, "up": false}]);
+        spec["reroute"] = json!(true);
+        spec["reroute_delay_ps"] = json!(50 * PS_PER_MS);
+        spec["flows"][0]["app"] = download(Some(3_000_000));
+        spec["flows"][0]["min_rto_ps"] = json!(200 * PS_PER_MS);
+        let (stall, done) = longest_stall_ms(&spec);
+        proptest::prop_assert!(done, "the download did not complete");
+        // At most 10 hops of 0.5 ms each way: round trips under 10 ms.
+        proptest::prop_assert!(stall <= 50 + 200 + 2 * 10 + 2, "stalled {stall} ms");
+    }
+}

@@ -92,8 +92,6 @@ pub struct Routes {
     /// Per interface: its attachment slot (NONE if no forwarding node
     /// reaches it) and the attachment, side by side for one load per hop.
     slot_of_iface: Vec<(u32, NodeId)>,
-    /// Per slot: the forwarding node the interfaces of that slot hang off.
-    attach: Vec<NodeId>,
     /// Per node: its row of `table`, or NONE for hosts.
     row_of_node: Vec<u32>,
     n_slots: usize,
@@ -172,16 +170,7 @@ impl Topology {
         }
         let slot_of_iface =
             slot_of_iface.iter().map(|&slot| (slot, attach.get(slot as usize).copied().unwrap_or(NodeId(NONE)))).collect();
-        Routes {
-            slot_of_iface,
-            attach,
-            row_of_node,
-            n_slots,
-            table,
-            group_start: b.group_start,
-            group_dirs: b.group_dirs,
-            hash_rows,
-        }
+        Routes { slot_of_iface, row_of_node, n_slots, table, group_start: b.group_start, group_dirs: b.group_dirs, hash_rows }
     }
 
     /// Per host interface, the slot of the forwarding node at the far end
@@ -348,7 +337,6 @@ impl Routes {
     pub fn heap_bytes(&self) -> usize {
         8 * self.slot_of_iface.capacity()
             + 4 * (self.row_of_node.capacity() + self.table.capacity() + self.group_start.capacity() + self.group_dirs.capacity())
-            + std::mem::size_of::<NodeId>() * self.attach.capacity()
             + std::mem::size_of::<HashRows>() * self.hash_rows.capacity()
     }
 }

@@ -397,6 +397,7 @@ class _Checker:
         self._check_cc(i, flow)
         self._check_interfaces(i, flow)
         self._check_backup_interfaces(i, flow)
+        self._check_paths(i, flow)
         jitter = flow.start_jitter_ps if flow.start_jitter_ps is not None else self.sc.simulation.start_jitter_ps
         if flow.stop_ps is not None and flow.stop_ps <= flow.start_ps + jitter:
             self.add(("flow", i, "stop"), "stop must be after start" + (" plus start_jitter" if jitter else ""))
@@ -587,6 +588,38 @@ class _Checker:
         if not flow.client_interfaces:
             self.add(("flow", i, "client_interfaces"), "client_interfaces must name at least one link")
         self._check_client_links(i, flow, "client_interfaces", flow.client_interfaces, usable=None)
+
+    def _check_paths(self, i: int, flow: Flow) -> None:
+        """Each pinned path is a chain of links from the client to the server
+        through switches and routers, visiting no node twice."""
+        for j, path in enumerate(flow.paths or []):
+            if not path:
+                self.add(("flow", i, "paths", j), "a path needs at least one link")
+                continue
+            problem = self._path_problem(flow, path)
+            if problem is not None:
+                k, message = problem
+                self.add(("flow", i, "paths", j, k) if k is not None else ("flow", i, "paths", j), message)
+
+    def _path_problem(self, flow: Flow, path: list[str]) -> tuple[int | None, str] | None:
+        """(index of the offending link, message) for a path that is not one, else None."""
+        at, seen = flow.client, {flow.client}
+        for k, name in enumerate(path):
+            link = self.links.get(name)
+            if link is None:
+                return k, f"unknown link '{name}'"
+            if at not in link.between:
+                return k, f"link '{name}' does not continue the path from '{at}'"
+            node = self.nodes.get(at)
+            if k > 0 and node is not None and node.kind == "host":
+                return k, f"the path runs through host '{at}'; hosts do not forward"
+            at = _other_end(link, at)
+            if at in seen:
+                return k, f"the path visits '{at}' twice"
+            seen.add(at)
+        if at != flow.server:
+            return None, f"the path ends at '{at}', not at the server '{flow.server}'"
+        return None
 
     def _check_backup_interfaces(self, i: int, flow: Flow) -> None:
         """Backup interfaces are client links the flow may use (MPTCP's MP_JOIN B flag)."""

@@ -161,12 +161,14 @@ class Network:
 
     # ---------------------------------------------------------- nodes
 
-    def add_node(self, name: str, kind: str = "host") -> str:
-        """Add a node of the given kind; returns its name."""
+    def add_node(self, name: str, kind: str = "host", forwarding: str | None = None) -> str:
+        """Add a node of the given kind (a switch or router may set its own `forwarding`); returns its name."""
         call = _call(f"add_{kind}" if kind in ("host", "switch", "router") else "add_node", name)
         if any(n["name"] == name for n in self._nodes):
             raise ScenarioError(f"node name '{name}' is already used", file=call, key="name")
         entry = {"name": name, "kind": kind}
+        if forwarding is not None:
+            entry["forwarding"] = forwarding
         _check_entry(Node, entry, call, {})
         self._labels[("node", len(self._nodes))] = call
         self._nodes.append(entry)
@@ -175,11 +177,11 @@ class Network:
     def add_host(self, name: str) -> str:
         return self.add_node(name, "host")
 
-    def add_switch(self, name: str) -> str:
-        return self.add_node(name, "switch")
+    def add_switch(self, name: str, forwarding: str | None = None) -> str:
+        return self.add_node(name, "switch", forwarding)
 
-    def add_router(self, name: str) -> str:
-        return self.add_node(name, "router")
+    def add_router(self, name: str, forwarding: str | None = None) -> str:
+        return self.add_node(name, "router", forwarding)
 
     # ---------------------------------------------------------- links
 

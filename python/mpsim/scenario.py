@@ -30,6 +30,8 @@ from pydantic import (
     StrictBool,
     StrictInt,
     ValidationError,
+    ValidationInfo,
+    field_validator,
     model_validator,
 )
 
@@ -139,6 +141,10 @@ def _mtu(value: int) -> int:
 MtuBytes = Annotated[int, BeforeValidator(units.parse_size), AfterValidator(_mtu)]
 
 
+# Convergence delay of rerouting: an OSPF or IS-IS network with fast timers (tens of ms).
+DEFAULT_REROUTE_DELAY_PS = 50 * 10**9
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -158,6 +164,11 @@ class Simulation(_Model):
     rcvbuf_bytes: PositiveSizeBytes = Field(DEFAULT_RCVBUF_BYTES, alias="rcvbuf")
     # Every flow starts up to this much after its `start` (a seeded draw per flow), unless it sets its own.
     start_jitter_ps: TimePs = Field(0, alias="start_jitter")
+    # Switches and routers: one shortest path per destination, or every equal-cost one with a
+    # seeded 5-tuple hash per flow (ecmp); with reroute, routes follow links going down or up.
+    forwarding: Literal["shortest", "ecmp"] = "shortest"
+    reroute: StrictBool = False
+    reroute_delay_ps: TimePs = Field(DEFAULT_REROUTE_DELAY_PS, alias="reroute_delay")
 
 
 class Node(_Model):
@@ -165,6 +176,15 @@ class Node(_Model):
 
     name: Name
     kind: Literal["host", "switch", "router"] = "host"
+    # Overrides [simulation] forwarding at this switch or router.
+    forwarding: Literal["shortest", "ecmp"] | None = None
+
+    @field_validator("forwarding")
+    @classmethod
+    def _forwarding_needs_a_forwarding_node(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("kind") == "host":
+            raise ValueError("applies to switches and routers; hosts do not forward")
+        return value
 
 
 def _loss_input(value: Any) -> Any:
@@ -451,6 +471,8 @@ class Flow(_Model):
     opportunistic_retransmission: StrictBool | None = None
     penalisation: StrictBool | None = None
     client_interfaces: list[Name] | None = None
+    # Pinned paths: link names from client to server, one per subflow in the order the client opens them.
+    paths: list[list[Name]] | None = None
     mss_bytes: PositiveSizeBytes | None = Field(None, alias="mss")
     rcvbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rcvbuf")
     sndbuf_bytes: PositiveSizeBytes | None = Field(None, alias="sndbuf")
@@ -524,6 +546,8 @@ class Record(_Model):
     interfaces: StrictBool = True
     subflows: StrictBool = True
     pcap: list[str] = Field(default_factory=list)
+    # The links each 5-tuple's packets crossed, in the summary's `paths` (off: costs nothing).
+    paths: StrictBool = False
 
 
 @dataclass

@@ -24,6 +24,7 @@ from .scenario import (
     DEFAULT_SCHEDULER,
     Flow,
     Link,
+    Node,
     Scenario,
     SizeDistribution,
     qdisc_spec,
@@ -46,7 +47,7 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
         "sample_interval_ps": sim.sample_interval_ps,
         "mss_bytes": sim.mss_bytes,
         "header_bytes": sim.header_bytes,
-        "nodes": [{"name": n.name, "kind": n.kind} for n in scenario.nodes],
+        "nodes": [_node_spec(n) for n in scenario.nodes],
         "links": [_link_spec(link, traces) for link in scenario.links],
         "flows": [_flow_spec(flow, scenario, traces) for flow in scenario.flows],
         "record": {
@@ -55,6 +56,14 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
             "pcap": list(scenario.record.pcap),
         },
     }
+    if scenario.record.paths:
+        spec["record"]["paths"] = True
+    # Only what differs from the engine's defaults, so documents of scenarios without these keys stay as they were.
+    if sim.forwarding != "shortest":
+        spec["forwarding"] = sim.forwarding
+    if sim.reroute:
+        spec["reroute"] = True
+        spec["reroute_delay_ps"] = sim.reroute_delay_ps
     if scenario.controller is not None:
         # Not in engine-spec.md yet: the engine rejects it with its own message until it lands.
         ctl = scenario.controller
@@ -65,6 +74,13 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
             if ctl.thresholds is None
             else [{"below_bytes": t.below_bytes, "gap": t.gap} for t in ctl.thresholds],
         }
+    return spec
+
+
+def _node_spec(node: Node) -> dict[str, Any]:
+    spec: dict[str, Any] = {"name": node.name, "kind": node.kind}
+    if node.forwarding is not None:
+        spec["forwarding"] = node.forwarding
     return spec
 
 
@@ -140,6 +156,8 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
         spec["ecn"] = True
     if _rcvbuf_autotuned(flow, sim):  # only when on, so other documents stay as they were
         spec["rcvbuf_auto"] = True
+    if flow.paths is not None:  # only when set, so documents without it stay as they were
+        spec["paths"] = [list(path) for path in flow.paths]
     if flow.cc_params:
         spec["cc_params"] = {key: float(value) for key, value in flow.cc_params.items()}
     start_jitter_ps = flow.start_jitter_ps if flow.start_jitter_ps is not None else sim.start_jitter_ps

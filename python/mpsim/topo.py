@@ -106,7 +106,10 @@ def edge_disjoint_paths(g: nx.Graph, a: str, b: str) -> list[list[str]]:
         missing = a if a not in g else b
         raise KeyError(f"unknown node {missing!r}")
     if not g.is_multigraph():
-        return [list(p) for p in nx.edge_disjoint_paths(g, a, b)]
+        try:
+            return [list(p) for p in nx.edge_disjoint_paths(g, a, b)]
+        except nx.NetworkXNoPath:
+            return []
     split = nx.Graph()
     split.add_nodes_from(g.nodes)
     for u, v, key in g.edges(keys=True):

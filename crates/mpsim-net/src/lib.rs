@@ -11,4 +11,4 @@ pub mod routing;
 pub use link::{DirStats, EnqueueOutcome, LinkDir, LinkDirParams, QueueLimit};
 pub use loss::LossModel;
 pub use qdisc::{AqmAction, QdiscConfig};
-pub use routing::{iface_addr, iface_of_addr, NodeKind, Routes, Topology};
+pub use routing::{iface_addr, iface_of_addr, FlowKey, ForwardingMode, NodeKind, RouteConfig, Routes, Topology, MAX_LINKS};

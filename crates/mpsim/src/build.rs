@@ -169,8 +169,8 @@ impl Simulation {
             };
             nodes.push(Node { name: n.name.clone(), kind, ifaces: Vec::new(), next_port: crate::flows::EPHEMERAL_PORTS.0 });
         }
-        if spec.links.len() > 0xffff {
-            return Err(invalid("at most 65535 links are supported".into()));
+        if spec.links.len() > mpsim_net::MAX_LINKS {
+            return Err(invalid(format!("at most {} links are supported", mpsim_net::MAX_LINKS)));
         }
         let mut links = Vec::new();
         let mut dirs = Vec::new();
@@ -204,7 +204,8 @@ impl Simulation {
             links.push(Link { name: l.name.clone(), strip_mptcp: l.strip_mptcp, a, b, events: l.events.clone() });
         }
         let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
-        let routes = topo.routes();
+        let forwarding = crate::forwarding::Forwarding::from_spec(spec);
+        let routes = forwarding.routes(&topo, &vec![true; dirs.len()]);
         let end = SimTime(spec.duration_ps);
         let mut sim = Simulation {
             now: SimTime::ZERO,
@@ -217,6 +218,7 @@ impl Simulation {
             traces_bw,
             topo,
             routes,
+            forwarding,
             endpoints: Vec::new(),
             free_endpoints: Vec::new(),
             endpoints_created: 0,
@@ -240,6 +242,7 @@ impl Simulation {
             let flow = sim.build_flow(i, f, spec, &index)?;
             sim.flows.push(flow);
         }
+        sim.build_pins(spec)?;
         sim.schedule_initial_events(spec);
         Ok(sim)
     }

@@ -569,6 +569,9 @@ impl Simulation {
         if ev.up == Some(false) {
             self.on_link_down(LinkId(link));
         }
+        if ev.up.is_some() {
+            self.on_link_state_change();
+        }
     }
 
     fn apply_dir_change(&mut self, dir: u32, ev: &crate::spec::LinkEventSpec) {

@@ -5,6 +5,7 @@
 mod build;
 mod endpoint;
 mod flows;
+mod forwarding;
 pub mod pcap;
 mod report;
 mod sim;

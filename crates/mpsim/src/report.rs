@@ -598,7 +598,7 @@ impl Simulation {
             };
             links.insert(link.name.clone(), json!({"a_to_b": dir(2 * l), "b_to_a": dir(2 * l + 1)}));
         }
-        json!({
+        let mut summary = json!({
             "format": 1,
             "scenario": self.name,
             "seed": self.seed,
@@ -608,7 +608,11 @@ impl Simulation {
             "packet_hops": self.packet_hops,
             "flows": flows,
             "links": links,
-        })
+        });
+        if let Some(paths) = self.path_summary() {
+            summary["paths"] = paths;
+        }
+        summary
     }
 
     /// Flow `i`'s summary; with `with_lists` false its `subflows` and

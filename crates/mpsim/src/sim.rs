@@ -66,6 +66,8 @@ pub(crate) enum Ev {
     Handover {
         flow: u32,
     },
+    /// Routing has converged after a link change: rebuild the tables.
+    Reroute,
 }
 
 pub(crate) struct Node {
@@ -97,6 +99,7 @@ pub struct Simulation {
     pub(crate) traces_bw: Vec<Option<Vec<(u64, u64)>>>,
     pub(crate) topo: Topology,
     pub(crate) routes: Routes,
+    pub(crate) forwarding: crate::forwarding::Forwarding,
     /// Endpoint slots; a released endpoint's slot is reused.
     pub(crate) endpoints: Vec<Endpoint>,
     /// Released slots, the last released on top.
@@ -244,6 +247,7 @@ impl Simulation {
             Ev::FlowStop { flow } => self.on_flow_stop(flow),
             Ev::AppTimer { flow, tag } => self.on_app_timer(flow, tag),
             Ev::Handover { flow } => self.on_handover(flow),
+            Ev::Reroute => self.on_reroute(),
         }
     }
 
@@ -293,17 +297,6 @@ impl Simulation {
             self.host_receive(node, pid);
         } else {
             self.forward(node, pid);
-        }
-    }
-
-    fn forward(&mut self, node: NodeId, pid: PacketId) {
-        let dst = self.pool.get(pid).dst;
-        match self.routes.next_dir(node, dst) {
-            Some(d) => self.transmit(d, pid),
-            None => {
-                self.no_route_drops += 1;
-                self.pool.free(pid);
-            }
         }
     }
 

@@ -29,6 +29,27 @@ pub struct Spec {
     /// SDN routing is available.
     #[serde(default)]
     pub controller: Option<serde_json::Value>,
+    /// Forwarding of switches and routers that do not set their own.
+    #[serde(default)]
+    pub forwarding: ForwardingSpec,
+    /// Recompute routes `reroute_delay_ps` after a link goes down or up.
+    #[serde(default)]
+    pub reroute: bool,
+    #[serde(default = "default_reroute_delay")]
+    pub reroute_delay_ps: u64,
+}
+
+/// How a switch or router picks among equal-cost next hops.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ForwardingSpec {
+    #[default]
+    Shortest,
+    Ecmp,
+}
+
+fn default_reroute_delay() -> u64 {
+    50_000_000_000
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -44,6 +65,9 @@ pub enum NodeKindSpec {
 pub struct NodeSpec {
     pub name: String,
     pub kind: NodeKindSpec,
+    /// Overrides the simulation's `forwarding` at this node.
+    #[serde(default)]
+    pub forwarding: Option<ForwardingSpec>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq)]
@@ -361,6 +385,10 @@ pub struct FlowSpec {
     pub initial_cwnd_pkts: u32,
     #[serde(default)]
     pub client_interfaces: Option<Vec<String>>,
+    /// Pinned paths: link names from client to server, one per subflow in
+    /// the order the client opens them (docs/scenario-extensions.md).
+    #[serde(default)]
+    pub paths: Option<Vec<Vec<String>>>,
     #[serde(default)]
     pub handover_after_down_ps: Option<u64>,
     /// mptcp: default | roundrobin | redundant | upstream.
@@ -428,6 +456,9 @@ pub struct RecordSpec {
     pub subflows: bool,
     #[serde(default)]
     pub pcap: Vec<String>,
+    /// The links each 5-tuple crossed, in the summary's `paths`.
+    #[serde(default)]
+    pub paths: bool,
 }
 
 impl Spec {

@@ -110,7 +110,7 @@ class Testbed:
         sh(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
         tc = [line for lp, side in devs for line in htb_lines(lp.ends[side].dev, lp.dirs[side].rate_bps,
                                                                 lp.dirs[side].queue)]
-        ip = ["link set lo up"] + [f"link set {lp.ends[side].dev} up" for lp, side in devs]
+        ip = ["link set dev lo up"] + [f"link set dev {lp.ends[side].dev} up" for lp, side in devs]
         if tc:
             sh(["tc", "-n", ns, "-batch", "-"], "\n".join(tc) + "\n")
         sh(["ip", "-n", ns, "-batch", "-"], "\n".join(ip + self.plan.ip[ns]) + "\n")
@@ -312,8 +312,8 @@ def find_linkd() -> str | None:
     env = os.environ.get("MPSIM_LINKD")
     if env:
         return env if os.access(env, os.X_OK) else None
-    root = Path(__file__).resolve().parents[3]
-    for candidate in (root / "target" / "release" / "mpsim-linkd", root / "target" / "debug" / "mpsim-linkd"):
+    roots = (Path(__file__).resolve().parents[3], Path.cwd())  # a source checkout, or the folder it runs from
+    for candidate in (r / "target" / kind / "mpsim-linkd" for r in roots for kind in ("release", "debug")):
         if os.access(candidate, os.X_OK):
             return str(candidate)
     return shutil.which("mpsim-linkd")

@@ -229,3 +229,22 @@ def test_ten_set_ups_and_tear_downs_leave_nothing(tmp_path):
 def test_a_hundred_set_ups_and_tear_downs_leave_nothing():
     _setup_teardown(resolve_scenario(SCENARIOS / "two-path-tcp.toml"), 100)
     assert leftovers("mpsim-k") == []
+
+
+@needs_kernel
+def test_http_requests_are_timed_like_the_simulators(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\napp = "http"\nsizes = ["100KB"]\nrepeat = 5\ngap = "50ms"')
+    s = scenario(tmp_path, text)
+    kernel, sim = run_kernel(s).requests, run(s).requests
+    assert len(kernel) == len(sim) == 5
+    ker_ms, sim_ms = ((t.end_s - t.start_s).median() * 1e3 for t in (kernel, sim))
+    # Measured on this machine: within 2 %; 15 % leaves room for a busy machine.
+    assert abs(ker_ms - sim_ms) < 0.15 * sim_ms, (ker_ms, sim_ms)
+
+
+@needs_kernel
+def test_an_upload_is_counted_at_the_server(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\napp = "upload"\nsize = "1MB"')
+    flow = run_kernel(scenario(tmp_path, text)).summary["flows"]["f"]
+    assert flow["bytes_delivered"] == 1_000_000
+    assert 0.9 < flow["completion_time_s"] < 2.0

@@ -115,12 +115,21 @@ def _mptcp_getsockopt(sock: socket.socket, optname: int, entry_bytes: int, max_e
     return [raw[SUBFLOW_DATA_BYTES + i * step : SUBFLOW_DATA_BYTES + (i + 1) * step] for i in range(min(count, max_entries))]
 
 
-def subflow_infos(sock: socket.socket, mptcp: bool) -> list[dict]:
+def addresses(sock: socket.socket) -> tuple:
+    """(local address, port, remote address, port) of a connected socket,
+    kept because a closed TCP socket no longer has a peer."""
+    try:
+        return (*sock.getsockname()[:2], *sock.getpeername()[:2])
+    except OSError:
+        return ("", 0, "", 0)
+
+
+def subflow_infos(sock: socket.socket, mptcp: bool, addrs: tuple = ("", 0, "", 0)) -> list[dict]:
     """One dict per subflow (one for a TCP socket): addresses and tcp_info fields."""
     try:
         if not mptcp:
             info = parse_tcp_info(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, TCP_INFO_BYTES))
-            (la, lp), (ra, rp) = sock.getsockname()[:2], sock.getpeername()[:2]
+            la, lp, ra, rp = addrs
             return [{**info, "local": la, "lport": lp, "remote": ra, "rport": rp}]
         infos = _mptcp_getsockopt(sock, MPTCP_TCPINFO, TCP_INFO_BYTES)
         addrs = _mptcp_getsockopt(sock, MPTCP_SUBFLOW_ADDRS, ADDRS_ENTRY_BYTES)
@@ -143,7 +152,8 @@ class Agent:
         self.mptcp = cfg["transport"] == "mptcp"
         self.delivered = 0
         self.completion_s: float | None = None
-        self.senders: list[tuple[int, socket.socket]] = []  # (connection index, socket) to sample
+        self.senders: list[tuple[int, socket.socket, tuple]] = []  # (connection index, socket, addresses)
+        self.last: dict[int, list[dict]] = {}  # the last non-empty sample of each connection
         self.lock = threading.Lock()
         self.connections = 0
 
@@ -165,8 +175,22 @@ class Agent:
         with self.lock:
             index = self.connections
             self.connections += 1
-            self.senders.append((index, sock))
+            self.senders.append((index, sock, addresses(sock)))
             return index
+
+    def infos(self, index: int, sock: socket.socket, addrs: tuple) -> list[dict]:
+        """The connection's subflows now, or as last seen once it has none (closed)."""
+        now = subflow_infos(sock, self.mptcp, addrs) if sock.fileno() >= 0 else []
+        with self.lock:
+            if now:
+                self.last[index] = now
+            return now or self.last.get(index, [])
+
+    def snapshot(self) -> None:
+        with self.lock:
+            senders = list(self.senders)
+        for index, sock, addrs in senders:
+            self.infos(index, sock, addrs)
 
     def count(self, n: int) -> None:
         with self.lock:
@@ -193,14 +217,13 @@ class Agent:
         if self.cfg["record_subflows"]:
             with self.lock:
                 senders = list(self.senders)
-            for index, sock in senders:
-                if sock.fileno() >= 0:
-                    emit({"subflows": subflow_infos(sock, self.mptcp), "conn": index, "t": t_s})
+            for index, sock, addrs in senders:
+                emit({"subflows": self.infos(index, sock, addrs), "conn": index, "t": t_s})
 
     def finish(self) -> None:
         with self.lock:
             senders = list(self.senders)
-        final = {index: subflow_infos(sock, self.mptcp) for index, sock in senders if sock.fileno() >= 0}
+        final = {index: self.infos(index, sock, addrs) for index, sock, addrs in senders}
         emit({"done": True, "delivered": self.delivered, "completion_s": self.completion_s,
               "final": {str(k): v for k, v in final.items()}, "t": self.clock.now_s()})
         os._exit(0)
@@ -262,6 +285,7 @@ class Agent:
                 if size == UNLIMITED or not self.cfg["keep_open"]:
                     conn.shutdown(socket.SHUT_WR)
                     _drain(conn)
+                    self.snapshot()  # before the close takes the subflows away
                     return
 
     # -------------------------------------------------------- client
@@ -309,6 +333,7 @@ class Agent:
             self.send(sock, size, cfg["stop_ns"])
             sock.shutdown(socket.SHUT_WR)
             _drain(sock)
+            self.snapshot()
 
     def http(self, started_s: float) -> None:
         cfg = self.cfg

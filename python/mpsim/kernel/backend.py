@@ -44,9 +44,9 @@ def kernel_unavailable() -> str | None:
         return "the kernel backend needs Linux"
     if os.geteuid() != 0:
         return "the kernel backend needs root (network namespaces, TAP devices, tc)"
-    for tool in ("ip", "tc"):
+    for tool, package in (("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool")):
         if shutil.which(tool) is None:
-            return f"the kernel backend needs `{tool}` (iproute2)"
+            return f"the kernel backend needs `{tool}` (package {package})"
     if not os.path.exists("/dev/net/tun"):
         return "the kernel backend needs /dev/net/tun"
     if find_linkd() is None:

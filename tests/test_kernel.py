@@ -248,3 +248,20 @@ def test_an_upload_is_counted_at_the_server(tmp_path):
     flow = run_kernel(scenario(tmp_path, text)).summary["flows"]["f"]
     assert flow["bytes_delivered"] == 1_000_000
     assert 0.9 < flow["completion_time_s"] < 2.0
+
+
+@needs_kernel
+def test_compare_prints_both_backends_and_writes_both_runs_and_a_figure_per_metric(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(TWO_HOSTS.replace('duration = "3s"', 'duration = "2s"'))
+    out = tmp_path / "cmp"
+    proc = subprocess.run([sys.executable, "-m", "mpsim", "compare", str(path), "--out", str(out)],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python"),
+                                                               "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    row = next(line for line in proc.stdout.splitlines() if "goodput_bps" in line)
+    assert row.count("Mbps") >= 3  # simulator, kernel, kernel spread
+    for backend in ("simulator", "kernel"):
+        assert (out / backend / "seed-1" / "summary.json").is_file()
+    assert sorted(p.name for p in out.glob("compare-*.png")) == [
+        "compare-cwnd.png", "compare-flows.png", "compare-interfaces.png", "compare-rtt.png"]

@@ -50,7 +50,8 @@ def kernel_unavailable() -> str | None:
     if not os.path.exists("/dev/net/tun"):
         return "the kernel backend needs /dev/net/tun"
     if find_linkd() is None:
-        return "the link element mpsim-linkd is not built: run `cargo build --release -p mpsim-linkd` (or set MPSIM_LINKD)"
+        return ("the link element mpsim-linkd is not built: run `cargo build --release -p mpsim-linkd` "
+                "(or set MPSIM_LINKD)")
     probe = f"{RUN_PREFIX}probe{os.getpid()}"
     made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, check=False)
     subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False)
@@ -102,7 +103,7 @@ def run_kernel(scenario: Scenario, *, out: str | os.PathLike[str] | None = None,
             except KernelSetupError as exc:
                 raise KernelRunError(f"kernel set-up failed: {exc}") from None
             raw = _run(bed, plan, scenario, workdir, progress)
-            links = _link_counters(bed, plan, raw)
+            links = _link_counters(bed, plan)
         raw["element_stats"] = bed.element_stats
     finally:
         _restore_sigterm(previous)
@@ -143,22 +144,20 @@ def _run(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, progress: 
 
 def _start_agents(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, t0_ns: int,
                   end_ns: int) -> dict[tuple[str, str], Path]:
+    """Servers first (and listening), then clients; each writes JSON lines to its file."""
     outputs: dict[tuple[str, str], Path] = {}
-    servers = []
-    for i, flow in enumerate(scenario.flows):
-        cfg = _agent_config(plan, scenario, i, t0_ns, end_ns)
-        path = workdir / f"{i}-server.jsonl"
-        servers.append(bed.start_agent(plan.netns[flow.server], [sys.executable, "-I", str(AGENT),
-                                                                  json.dumps({**cfg, "role": "server", "receiver": flow.app == "upload"})], path))
-        outputs[(flow.name or f"flow{i}", "server")] = path
-    _wait_ready([outputs[k] for k in outputs], servers)
-    clients = []
-    for i, flow in enumerate(scenario.flows):
-        cfg = _agent_config(plan, scenario, i, t0_ns, end_ns)
-        path = workdir / f"{i}-client.jsonl"
-        clients.append(bed.start_agent(plan.netns[flow.client], [sys.executable, "-I", str(AGENT),
-                                                                  json.dumps({**cfg, "role": "client", "receiver": flow.app != "upload"})], path))
-        outputs[(flow.name or f"flow{i}", "client")] = path
+    for role in ("server", "client"):
+        procs = []
+        for i, flow in enumerate(scenario.flows):
+            # The receiving side counts delivered bytes: the server of an upload, else the client.
+            receiver = (flow.app == "upload") == (role == "server")
+            cfg = {**_agent_config(plan, scenario, i, t0_ns, end_ns), "role": role, "receiver": receiver}
+            path = workdir / f"{i}-{role}.jsonl"
+            host = flow.server if role == "server" else flow.client
+            procs.append(bed.start_agent(plan.netns[host], [sys.executable, "-I", str(AGENT), json.dumps(cfg)], path))
+            outputs[(flow.name or f"flow{i}", role)] = path
+        if role == "server":
+            _wait_ready([outputs[(f.name or f"flow{i}", "server")] for i, f in enumerate(scenario.flows)], procs)
     return outputs
 
 
@@ -228,7 +227,8 @@ def _events(bed: Testbed, plan: Plan, t0_ns: int, stop: threading.Event) -> None
             sys.stderr.write(f"link {lp.name}: event at {at_ps / 1e12:g}s not applied: {exc}\n")
 
 
-def _link_counters(bed: Testbed, plan: Plan, raw: dict[str, Any]) -> dict[str, Any]:
+def _link_counters(bed: Testbed, plan: Plan) -> dict[str, list[int]]:
+    """Drops in each end's FIFO, read before the namespaces go."""
     return {lp.name: [bed.qdisc_drops(end.netns, end.dev) for end in lp.ends] for lp in plan.links}
 
 

@@ -88,9 +88,9 @@ def compare(scenario: Scenario, seeds: int = 1, out: Path | None = None, progres
     return result
 
 
-def payload_capacity_bps(rate_bps: float, mss_bytes: int = 1448, header_bytes: int = 66, frame_extra_bytes: int = 0) -> float:
+def payload_capacity_bps(rate_bps: float, mss_bytes: int = 1448, header_bytes: int = 66) -> float:
     """The application bytes a link of `rate_bps` carries with full segments."""
-    return rate_bps * mss_bytes / (mss_bytes + header_bytes + frame_extra_bytes)
+    return rate_bps * mss_bytes / (mss_bytes + header_bytes)
 
 
 def write_figures(result: Comparison, out: Path) -> list[Path]:

@@ -208,7 +208,9 @@ def _mptcp_endpoints(plan: Plan, scenario: Scenario) -> None:
             allowed = set(flow.client_interfaces)
             client_ifaces = [(n, e) for n, e in client_ifaces if n in allowed]
         subflows = flow.max_subflows if flow.max_subflows is not None else DEFAULT_MAX_SUBFLOWS
-        accepted = flow.max_add_addr_accepted if flow.max_add_addr_accepted is not None else DEFAULT_MAX_ADD_ADDR_ACCEPTED
+        accepted = flow.max_add_addr_accepted
+        if accepted is None:
+            accepted = DEFAULT_MAX_ADD_ADDR_ACCEPTED
         if pm == "fullmesh":
             # The simulator's fullmesh opens a subflow per pair of addresses: give the kernel room for them.
             subflows = max(subflows, len(client_ifaces) * max(1, len(plan.host_ifaces(flow.server))) - 1)

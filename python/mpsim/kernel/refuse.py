@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..scenario import DEFAULT_RCVBUF_BYTES, Flow, Link, Scenario
+from ..scenario import Flow, Link, Scenario
 
 Loc = tuple[Any, ...]
 Problem = tuple[Loc, str]
@@ -83,7 +83,7 @@ def _link(loc: Loc, link: Link) -> list[Problem]:
         found.append(((*loc, "strip_mptcp"), "the kernel backend has no middlebox that strips options"))
     for j, event in enumerate(link.events):
         if event.backup is not None:
-            found.append(((*loc, "events", j, "backup"), "backup changes by event are not applied by the kernel backend"))
+            found.append(((*loc, "events", j, "backup"), "backup changes by event are not applied on the kernel"))
         if event.up is not None and event.direction != "both":
             found.append(((*loc, "events", j, "direction"), "a link goes down or up in both directions on the kernel"))
     return found
@@ -136,7 +136,3 @@ def _shared_path_managers(scenario: Scenario) -> list[Problem]:
             found.append((("flow", i, "path_manager"), f"host '{flow.client}' already has other MPTCP path-manager "
                           "settings: the kernel keeps one set per host"))
     return found
-
-
-def uses_default_rcvbuf(scenario: Scenario) -> bool:
-    return scenario.simulation.rcvbuf_bytes == DEFAULT_RCVBUF_BYTES

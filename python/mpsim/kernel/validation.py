@@ -68,9 +68,11 @@ DOWN = '[[link.events]]\nat = "5s"\nup = false\n[[link.events]]\nat = "10s"\nup 
 CASES: list[tuple[str, str, dict[str, str]]] = [
     ("bulk MPTCP 10/5 Mbit/s", "bulk", {"rate_b": "5Mbps", "flow_extra": f'app = "download"\n{MPTCP}'}),
     ("bulk MPTCP 10/10 Mbit/s", "bulk", {"flow_extra": f'app = "download"\n{MPTCP}'}),
-    ("short TCP 10 Mbit/s, 20 ms RTT", "short", {"duration": "20s", "transport": "tcp", "flow_extra": f'{SHORT}\nclient_interfaces = ["a"]'}),
+    ("short TCP 10 Mbit/s, 20 ms RTT", "short",
+     {"duration": "20s", "transport": "tcp", "flow_extra": f'{SHORT}\nclient_interfaces = ["a"]'}),
     ("short MPTCP 10/10, 20 ms RTT", "short", {"duration": "20s", "flow_extra": f"{SHORT}\n{MPTCP}"}),
-    ("short MPTCP 10/10, 40 ms RTT", "short", {"duration": "20s", "delay_a": "20ms", "delay_b": "20ms", "flow_extra": f"{SHORT}\n{MPTCP}"}),
+    ("short MPTCP 10/10, 40 ms RTT", "short",
+     {"duration": "20s", "delay_a": "20ms", "delay_b": "20ms", "flow_extra": f"{SHORT}\n{MPTCP}"}),
     ("short MPTCP 10/0.1", "short", {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f"{SHORT}\n{MPTCP}"}),
     ("short MPTCP 10/0.1, slow path backup", "short",
      {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f'{SHORT}\n{MPTCP}\nbackup_interfaces = ["b"]'}),

@@ -75,8 +75,9 @@ class Testbed:
 
     def setup(self) -> None:
         for ns in self.plan.netns.values():
-            sh(["ip", "netns", "add", ns])
+            # Recorded first: a Ctrl-C between the two lines must not leave it behind.
             self.namespaces.append(ns)
+            sh(["ip", "netns", "add", ns])
         for lp in self.plan.links:
             self._start_element(lp)
         for ns in self.plan.netns.values():

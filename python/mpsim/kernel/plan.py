@@ -24,6 +24,11 @@ HTB_BURST_BYTES = 1514  # one full frame: htb sends frames one at a time, serial
 TABLE_BASE = 100  # per-interface routing tables of multihomed hosts: 100, 101, ...
 
 
+def iface_mac(link: int, side: int) -> str:
+    """A fixed, locally administered MAC per interface, so neighbours can be set up front."""
+    return f"02:00:0a:{(link >> 8) & 0xFF:02x}:{link & 0xFF:02x}:{side + 1:02x}"
+
+
 def iface_addr(link: int, side: int) -> str:
     """The address of side `side` (0 = a) of link `link`, as the simulator numbers it."""
     return f"10.{(link >> 8) & 0xFF}.{link & 0xFF}.{side + 1}"
@@ -97,8 +102,14 @@ def make_plan(scenario: Scenario, run_id: str) -> Plan:
         else:
             plan.ip[ns] += _forwarding_routes(plan, node)
     for lp in links:
-        for end in lp.ends:
-            plan.ip[end.netns].insert(0, f"addr add {end.addr}/24 dev {end.dev}")
+        for side, end in enumerate(lp.ends):
+            far = lp.ends[1 - side]
+            # Permanent neighbours: the simulator has no ARP, and a first packet
+            # must not wait a round trip over the link for its resolution.
+            plan.ip[end.netns][:0] = [
+                f"addr add {end.addr}/24 dev {end.dev}",
+                f"neigh replace {far.addr} lladdr {iface_mac(lp.index, 1 - side)} dev {end.dev} nud permanent",
+            ]
     _mptcp_endpoints(plan, scenario)
     return plan
 

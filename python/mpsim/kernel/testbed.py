@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .plan import HTB_BURST_BYTES, LinkPlan, Plan
+from .plan import HTB_BURST_BYTES, LinkPlan, Plan, iface_mac
 
 NETNS_DIR = Path("/run/netns")
 READY_TIMEOUT_S = 5.0
@@ -111,7 +111,8 @@ class Testbed:
         sh(["ip", "netns", "exec", ns, "sh", "-c", "\n".join(script)])
         tc = [line for lp, side in devs for line in htb_lines(lp.ends[side].dev, lp.dirs[side].rate_bps,
                                                                 lp.dirs[side].queue)]
-        ip = ["link set dev lo up"] + [f"link set dev {lp.ends[side].dev} up" for lp, side in devs]
+        ip = ["link set dev lo up"] + [f"link set dev {lp.ends[side].dev} address {iface_mac(lp.index, side)} up"
+                                       for lp, side in devs]
         if tc:
             sh(["tc", "-n", ns, "-batch", "-"], "\n".join(tc) + "\n")
         sh(["ip", "-n", ns, "-batch", "-"], "\n".join(ip + self.plan.ip[ns]) + "\n")

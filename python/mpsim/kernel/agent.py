@@ -112,7 +112,8 @@ def _mptcp_getsockopt(sock: socket.socket, optname: int, entry_bytes: int, max_e
     _, count, size_kernel, size_user = struct.unpack_from("=4I", buf, 0)
     step = size_user or entry_bytes
     raw = buf.raw
-    return [raw[SUBFLOW_DATA_BYTES + i * step : SUBFLOW_DATA_BYTES + (i + 1) * step] for i in range(min(count, max_entries))]
+    starts = (SUBFLOW_DATA_BYTES + i * step for i in range(min(count, max_entries)))
+    return [raw[at : at + step] for at in starts]
 
 
 def addresses(sock: socket.socket) -> tuple:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import MpsimError, ScenarioError
+from ..errors import MpsimError
 from ..results import Results, check_out_dir
 from ..scenario import Scenario, _first_error
 from . import collect, refuse
@@ -125,10 +125,8 @@ def _run(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, progress: 
         outputs = _start_agents(bed, plan, scenario, workdir, t0_ns, end_ns)
         samples: list[tuple[float, dict[str, dict[str, tuple[int, int, int]]]]] = [(0.0, initial)]
         stop = threading.Event()
-        threads = [threading.Thread(target=_events, args=(bed, plan, t0_ns, stop), daemon=True)]
-        for t in threads:
-            t.start()
-        _sample_until(readers, samples, t0_ns, end_ns, sim.sample_interval_ps // 1000, progress, scenario)
+        threading.Thread(target=_events, args=(bed, plan, t0_ns, stop), daemon=True).start()
+        _sample_until(readers, samples, t0_ns, end_ns, sim.sample_interval_ps // 1000, progress)
         stop.set()
         for proc in bed.agents:
             try:
@@ -199,7 +197,8 @@ def _agent_config(plan: Plan, scenario: Scenario, i: int, t0_ns: int, end_ns: in
 
 
 def _sample_until(readers: dict[str, NetnsReader], samples: list, t0_ns: int, end_ns: int, step_ns: int,
-                  progress: Any, scenario: Scenario) -> None:
+                  progress: Any) -> None:
+    """Interface counters of every namespace at each sample time, progress in between."""
     tick = 1
     end_s = (end_ns - t0_ns) / 1e9
     while True:
@@ -258,4 +257,4 @@ def _restore_sigterm(previous: Any) -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["KernelBackend", "KernelRunError", "KernelUnavailableError", "ScenarioError", "run_kernel"]
+__all__ = ["KernelBackend", "KernelRunError", "KernelUnavailableError", "run_kernel"]

@@ -280,3 +280,15 @@ def test_the_first_short_request_pays_no_address_resolution(tmp_path):
     times_ms = ((req.end_s - req.start_s) * 1e3).tolist()
     # Without static neighbours the first request is one access-link round trip (~12 ms) slower.
     assert times_ms[0] < min(times_ms[1:]) + 6, times_ms
+
+
+def test_scenario_keys_with_a_kernel_sysctl_become_namespace_sysctls():
+    s = resolve_scenario(SCENARIOS / "mptcp-two-path.toml", overrides={
+        "flow.bulk.ecn": True, "flow.bulk.dss_checksum": True, "flow.bulk.add_addr_timeout": "30s",
+        "simulation.rcvbuf": "1MB"})
+    client = make_plan(s, "t").sysctls["t-client"]
+    assert client["net/ipv4/tcp_ecn"] == "1"
+    assert client["net/mptcp/checksum_enabled"] == "1"
+    assert client["net/mptcp/add_addr_timeout"] == "30"
+    assert client["net/ipv4/tcp_rmem"] == "4096 131072 1000000"
+    assert "net/ipv4/tcp_ecn" not in make_plan(resolve_scenario(SCENARIOS / "mptcp-two-path.toml"), "t").sysctls["t-client"]

@@ -17,7 +17,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scenario import DEFAULT_MAX_ADD_ADDR_ACCEPTED, DEFAULT_MAX_SUBFLOWS, Scenario
+from ..scenario import DEFAULT_MAX_ADD_ADDR_ACCEPTED, DEFAULT_MAX_SUBFLOWS, DEFAULT_RCVBUF_BYTES, Scenario
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_-]{1,15}$")
 HTB_BURST_BYTES = 1514  # one full frame: htb sends frames one at a time, serialised
@@ -111,7 +111,34 @@ def make_plan(scenario: Scenario, run_id: str) -> Plan:
                 f"neigh replace {far.addr} lladdr {iface_mac(lp.index, 1 - side)} dev {end.dev} nud permanent",
             ]
     _mptcp_endpoints(plan, scenario)
+    _scenario_sysctls(plan, scenario)
     return plan
+
+
+def _scenario_sysctls(plan: Plan, scenario: Scenario) -> None:
+    """Per-namespace sysctls from the scenario's keys, on both ends of the
+    flows that set them: the receive buffer's autotuning ceiling
+    (tcp_rmem's maximum, as `simulation.rcvbuf`), ECN, SACK and timestamps,
+    and the MPTCP checksum and ADD_ADDR retransmission timeout."""
+    sim = scenario.simulation
+    if sim.rcvbuf_bytes != DEFAULT_RCVBUF_BYTES:
+        for node, kind in plan.kinds.items():
+            if kind == "host":
+                plan.sysctls[plan.netns[node]]["net/ipv4/tcp_rmem"] = f"4096 131072 {sim.rcvbuf_bytes}"
+    for flow in scenario.flows:
+        settings = {}
+        if flow.ecn:
+            settings["net/ipv4/tcp_ecn"] = "1"
+        if not flow.sack:
+            settings["net/ipv4/tcp_sack"] = "0"
+        if flow.timestamps is False:
+            settings["net/ipv4/tcp_timestamps"] = "0"
+        if flow.transport == "mptcp" and flow.dss_checksum is not None:
+            settings["net/mptcp/checksum_enabled"] = "1" if flow.dss_checksum else "0"
+        if flow.transport == "mptcp" and flow.add_addr_timeout_ps is not None:
+            settings["net/mptcp/add_addr_timeout"] = str(max(1, round(flow.add_addr_timeout_ps / 1e12)))
+        for node in (flow.client, flow.server):
+            plan.sysctls[plan.netns[node]].update(settings)
 
 
 def _link_plan(i: int, link: Any, netns: dict[str, str]) -> LinkPlan:

@@ -291,4 +291,5 @@ def test_scenario_keys_with_a_kernel_sysctl_become_namespace_sysctls():
     assert client["net/mptcp/checksum_enabled"] == "1"
     assert client["net/mptcp/add_addr_timeout"] == "30"
     assert client["net/ipv4/tcp_rmem"] == "4096 131072 1000000"
-    assert "net/ipv4/tcp_ecn" not in make_plan(resolve_scenario(SCENARIOS / "mptcp-two-path.toml"), "t").sysctls["t-client"]
+    plain = make_plan(resolve_scenario(SCENARIOS / "mptcp-two-path.toml"), "t")
+    assert "net/ipv4/tcp_ecn" not in plain.sysctls["t-client"]

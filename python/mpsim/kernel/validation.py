@@ -61,6 +61,55 @@ cc = "cubic"
 cc_mode = "linux"
 {flow_extra}
 """
+# A multihomed server: its second address is announced (a `signal` endpoint) and its first link fails.
+SERVER_SIDE = """
+format = 1
+name = "{name}"
+[simulation]
+duration = "15s"
+start_jitter = "50ms"
+[[node]]
+name = "client"
+[[node]]
+name = "router"
+kind = "router"
+[[node]]
+name = "server"
+[[link]]
+name = "acc"
+between = ["client", "router"]
+bandwidth = "100Mbps"
+delay = "1ms"
+queue = "1000pkt"
+[[link]]
+name = "sa"
+between = ["router", "server"]
+bandwidth = "10Mbps"
+delay = "10ms"
+queue = "100pkt"
+[[link.events]]
+at = "5s"
+up = false
+[[link.events]]
+at = "10s"
+up = true
+[[link]]
+name = "sb"
+between = ["router", "server"]
+bandwidth = "10Mbps"
+delay = "10ms"
+queue = "100pkt"
+[[flow]]
+name = "f"
+transport = "mptcp"
+client = "client"
+server = "server"
+app = "download"
+cc = "cubic"
+cc_mode = "linux"
+path_manager = "endpoints"
+max_add_addr_accepted = 1
+"""
 MPTCP = 'path_manager = "endpoints"\nclient_interfaces = ["a", "b"]'
 SHORT = 'app = "http"\nsizes = ["10KB", "100KB", "1MB", "5MB"]\nrepeat = 2\ngap = "200ms"'
 DOWN = '[[link.events]]\nat = "5s"\nup = false\n[[link.events]]\nat = "10s"\nup = true'
@@ -78,6 +127,7 @@ CASES: list[tuple[str, str, dict[str, str]]] = [
      {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f'{SHORT}\n{MPTCP}\nbackup_interfaces = ["b"]'}),
     ("MPTCP 10/10, client link a down 5-10 s", "failure",
      {"duration": "15s", "events_a": DOWN, "flow_extra": f'app = "download"\n{MPTCP}'}),
+    ("MPTCP 10/10, server link sa down 5-10 s", "failure_server", {"text": SERVER_SIDE}),
 ]
 DEFAULTS = {"duration": "10s", "delay_a": "10ms", "delay_b": "10ms", "rate_b": "10Mbps", "transport": "mptcp",
             "events_a": "", "flow_extra": ""}
@@ -87,12 +137,14 @@ def metrics(kind: str, results: Any) -> dict[str, float]:
     flow = results.summary["flows"]["f"]
     if kind == "bulk":
         return {"goodput (Mbit/s)": flow["goodput_bps"] / 1e6}
-    if kind == "failure":
-        rows = results.interfaces.query("node == 'client' and interface == 'b'")
+    if kind in ("failure", "failure_server"):
+        node, iface = ("client", "b") if kind == "failure" else ("server", "sb")
+        rows = results.interfaces.query(f"node == '{node}' and interface == '{iface}'")
+        column = "rx_bps" if kind == "failure" else "tx_bps"
         during = rows[(rows.time_s > 5.0) & (rows.time_s <= 10.0)]
         before = rows[(rows.time_s > 2.0) & (rows.time_s <= 5.0)]
-        return {"path b while a is down (Mbit/s)": during.rx_bps.mean() / 1e6,
-                "path b before (Mbit/s)": before.rx_bps.mean() / 1e6,
+        return {"path b while a is down (Mbit/s)": during[column].mean() / 1e6,
+                "path b before (Mbit/s)": before[column].mean() / 1e6,
                 "goodput (Mbit/s)": flow["goodput_bps"] / 1e6}
     req = results.requests
     return {f"{int(size / 1000)} KB time (ms)": float(((g.end_s - g.start_s) * 1e3).median())
@@ -100,7 +152,8 @@ def metrics(kind: str, results: Any) -> dict[str, float]:
 
 
 def run_case(name: str, kind: str, params: dict[str, str], runs: int, folder: Path) -> list[dict[str, Any]]:
-    text = TOPOLOGY.format(**{**DEFAULTS, **params, "name": name.split()[0]})
+    template = params.get("text", TOPOLOGY)
+    text = template.format(**{**DEFAULTS, **params, "name": name.split()[0]})
     path = folder / f"{abs(hash(name))}.toml"
     path.write_text(text)
     values: dict[str, dict[str, list[float]]] = {"simulator": {}, "kernel": {}}

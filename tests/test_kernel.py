@@ -293,3 +293,12 @@ def test_scenario_keys_with_a_kernel_sysctl_become_namespace_sysctls():
     assert client["net/ipv4/tcp_rmem"] == "4096 131072 1000000"
     plain = make_plan(resolve_scenario(SCENARIOS / "mptcp-two-path.toml"), "t")
     assert "net/ipv4/tcp_ecn" not in plain.sysctls["t-client"]
+
+
+def test_a_multihomed_server_announces_its_other_address(tmp_path):
+    text = (TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\ntransport = "mptcp"\npath_manager = "endpoints"\n'
+                              'max_add_addr_accepted = 1')
+            + '[[link]]\nname = "core2"\nbetween = ["r", "s"]\nbandwidth = "100Mbps"\n')
+    plan = make_plan(scenario(tmp_path, text), "t")
+    assert "mptcp endpoint add 10.0.2.2 dev core2 signal" in plan.ip["t-s"]
+    assert "mptcp limits set subflows 2 add_addr_accepted 1" in plan.ip["t-c"]

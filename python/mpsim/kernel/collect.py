@@ -16,7 +16,9 @@ ETHERNET_HEADER_BYTES = 14
 
 def results(scenario: Scenario, plan: Plan, raw: dict[str, Any], qdisc_drops: dict[str, list[int]],
             wall_s: float) -> Results:
-    traces: dict[str, dict[str, list]] = {"interfaces": _interfaces(plan, raw["samples"])}
+    traces: dict[str, dict[str, list]] = {}
+    if scenario.record.interfaces:
+        traces["interfaces"] = _interfaces(plan, raw["samples"])
     flows: dict[str, Any] = {}
     flow_rows: dict[str, list] = {"time_s": [], "flow": [], "bytes_delivered": [], "goodput_bps": []}
     sub_rows: dict[str, list] = {k: [] for k in _SUBFLOW_COLUMNS}

@@ -151,6 +151,9 @@ def run_command(
     ] = None,
     plot: Annotated[bool, typer.Option("--plot", help="Write PNG plots (into --out, else out/<scenario>).")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no table.")] = False,
+    backend: Annotated[
+        str, typer.Option("--backend", help="simulator, or kernel: the real Linux kernel in network namespaces.")
+    ] = "simulator",
 ) -> None:
     """Run a scenario and print a summary table."""
     from .checks import random_sources
@@ -162,8 +165,8 @@ def run_command(
     human = None if quiet else _console(stderr=summary == "-")
     reporter = _ProgressReporter(human, enabled=human is not None and human.is_terminal)
     try:
-        results = run(scenario, progress=reporter)
-    except EngineMissingError as exc:
+        results = run(scenario, progress=reporter, backend=backend)
+    except (EngineMissingError, RuntimeError) as exc:  # RuntimeError: the kernel backend could not run
         _fail(str(exc), FAILED)
     except ValueError as exc:  # ScenarioError/EngineError, or the engine's own ValueError
         _fail(str(exc))
@@ -184,6 +187,52 @@ def run_command(
                 "note: nothing in this scenario is random (no loss, jitter or start_jitter): "
                 "every seed gives the same results\n"
             )
+
+
+@app.command("compare")
+def compare_command(
+    file: Annotated[Path, typer.Argument(help="Scenario file (.toml, .yaml).")],
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Run seeds 1..N on each backend.")] = 1,
+    set_: SetOption = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write both backends' run folders and one figure per metric here.")
+    ] = None,
+) -> None:
+    """Run a scenario in the simulator and on the Linux kernel; print both side by side."""
+    from .kernel.compare import compare
+
+    scenario = _load(file, set_)
+    if out is not None:
+        try:
+            check_creatable(out)
+        except ResultsError as exc:
+            _fail(f"--out: {exc}")
+    try:
+        result = compare(scenario, seeds=seeds, out=out)
+    except (EngineMissingError, RuntimeError) as exc:
+        _fail(str(exc), FAILED)
+    except ValueError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted", INTERRUPTED)
+    _compare_table(result, _console())
+
+
+def _compare_table(result: Any, console: Console) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{result.scenario.name}: simulator and kernel ({len(result.runs['kernel'])} seeds)")
+    for col in ("flow", "metric", "simulator", "kernel", "kernel sd", "sim - kernel", "kernel / capacity"):
+        table.add_column(col, justify="left" if col in ("flow", "metric") else "right")
+    for row in result.rows():
+        is_rate = row["metric"] == "goodput_bps"
+        scale, spec, unit = (1e-6, ",.3f", " Mbps") if is_rate else (1.0, ",.3f", " s")
+        diff = row["difference_frac"]
+        table.add_row(row["flow"], row["metric"], _fmt(row["simulator"], spec, scale, unit),
+                      _fmt(row["kernel"], spec, scale, unit), _fmt(row["kernel_sd"], spec, scale, unit),
+                      "-" if diff is None else f"{diff:+.1%}",
+                      f"{row['kernel'] / row['capacity']:.1%}" if row.get("capacity") else "-")
+    console.print(table)
 
 
 def _check_targets(out: Path | None, summary: str | None) -> None:

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from . import overrides as ov
 from ._version import __version__
@@ -41,8 +41,13 @@ def run(
     set: Overrides = None,
     out: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    backend: str = "simulator",
 ) -> Results:
     """Run a scenario (object, builder or file) and return its Results.
+
+    `backend` is "simulator" (the engine) or "kernel" (the real Linux
+    kernel in network namespaces, mpsim.kernel): two implementations of
+    one contract, the same summary keys and tables.
 
     `seed` is short for `set={"simulation.seed": seed}`. `progress(now_s, end_s)`
     is called between slices of the run. With `out`, the results are also
@@ -51,9 +56,54 @@ def run(
     the run). Ctrl-C raises KeyboardInterrupt within a fraction of a second.
     """
     scenario = resolve_scenario(scenario_or_path, seed=seed, overrides=set)
-    scenario.check_runnable()
+    chosen = backend_named(backend)
+    chosen.check(scenario)
     if out is not None:
         check_out_dir(Path(out))
+    results = chosen.run(scenario, progress)
+    if out is not None:
+        results.save(Path(out))
+    return results
+
+
+class Backend(Protocol):
+    """Scenario in, Results out. `check` refuses, before anything runs, what
+    the backend cannot do (one ScenarioError naming file, line and key)."""
+
+    name: str
+
+    def check(self, scenario: Scenario) -> None: ...
+
+    def run(self, scenario: Scenario, progress: Progress | None) -> Results: ...
+
+
+class SimulatorBackend:
+    """The Rust engine."""
+
+    name = "simulator"
+
+    def check(self, scenario: Scenario) -> None:
+        scenario.check_runnable()
+
+    def run(self, scenario: Scenario, progress: Progress | None) -> Results:
+        return _simulate(scenario, progress)
+
+
+BACKENDS = ("simulator", "kernel")
+
+
+def backend_named(name: str) -> Backend:
+    """The backend called `name` (one of BACKENDS)."""
+    if name == "simulator":
+        return SimulatorBackend()
+    if name == "kernel":
+        from .kernel import KernelBackend
+
+        return KernelBackend()
+    raise ValueError(f"unknown backend {name!r}: expected {', '.join(BACKENDS)}")
+
+
+def _simulate(scenario: Scenario, progress: Progress | None) -> Results:
     core = load_core()
     spec = scenario.to_engine_spec()
     started = time.perf_counter()
@@ -70,10 +120,7 @@ def run(
     _fill_requests(engine, traces.get("requests"))
     summary = _summary(engine, sim, scenario, wall_s)
     pcaps = sim.pcaps() if hasattr(sim, "pcaps") else {}
-    results = Results(summary, traces, pcaps=pcaps, provenance=provenance(scenario, spec))
-    if out is not None:
-        results.save(Path(out))
-    return results
+    return Results(summary, traces, pcaps=pcaps, provenance=provenance(scenario, spec))
 
 
 def provenance(scenario: Scenario, spec: dict[str, Any]) -> dict[str, Any]:

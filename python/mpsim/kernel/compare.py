@@ -1,0 +1,114 @@
+"""`mpsim compare`: one scenario on both backends, side by side.
+
+For each seed the scenario runs in the simulator and on the kernel; the
+table gives, per flow, the mean goodput (and completion time where the
+flow ends) of each backend, the kernel's spread over the seeds and the
+simulator's difference from the kernel, and the links' payload capacity
+as a reference. With an output folder, each run is written as a run
+folder (simulator/seed-N, kernel/seed-N) and one figure per metric puts
+the two backends' first seeds next to each other.
+"""
+
+from __future__ import annotations
+
+import statistics
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..results import Results
+from ..scenario import Scenario
+
+FIGURE_METRICS = ("flows", "interfaces", "cwnd", "rtt")
+
+
+@dataclass
+class Comparison:
+    scenario: Scenario
+    runs: dict[str, list[Results]] = field(default_factory=lambda: {"simulator": [], "kernel": []})
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per flow and metric: the mean of each backend, the kernel's
+        standard deviation and the simulator's relative difference."""
+        out = []
+        for flow in self.runs["simulator"][0].summary["flows"]:
+            for metric in ("goodput_bps", "completion_time_s"):
+                values = {b: [r.summary["flows"][flow][metric] for r in runs] for b, runs in self.runs.items()}
+                if any(v is None for vs in values.values() for v in vs):
+                    continue
+                sim, ker = statistics.fmean(values["simulator"]), statistics.fmean(values["kernel"])
+                capacity = self.capacity_bps(flow) if metric == "goodput_bps" else None
+                out.append({"flow": flow, "metric": metric, "simulator": sim, "kernel": ker, "capacity": capacity,
+                            "kernel_sd": statistics.stdev(values["kernel"]) if len(values["kernel"]) > 1 else 0.0,
+                            "difference_frac": (sim - ker) / ker if ker else None})
+        return out
+
+
+    def capacity_bps(self, flow: str) -> float | None:
+        """The payload capacity of the links a flow's subflows leave the
+        client by, in the direction the data flows (full segments, the
+        scenario's header bytes): what a bulk flow alone can reach."""
+        spec = next((f for f in self.scenario.flows if f.name == flow), None)
+        if spec is None:
+            return None
+        subflows = self.runs["kernel"][0].summary["flows"][flow]["subflows"]
+        used = {s["client_interface"] for s in subflows}
+        sim = self.scenario.simulation
+        total = 0.0
+        for link in self.scenario.links:
+            if link.name not in used or spec.client not in link.between:
+                continue
+            towards_client = "b_to_a" if link.between[0] == spec.client else "a_to_b"
+            which = towards_client if spec.app != "upload" else ("a_to_b" if towards_client == "b_to_a" else "b_to_a")
+            rate = link.direction(which)["bandwidth_bps"]
+            if rate is None:
+                return None
+            total += payload_capacity_bps(rate, sim.mss_bytes, sim.header_bytes)
+        return total or None
+
+
+def compare(scenario: Scenario, seeds: int = 1, out: Path | None = None, progress: Any = None) -> Comparison:
+    from ..runner import backend_named
+
+    result = Comparison(scenario)
+    for backend in ("simulator", "kernel"):
+        backend_named(backend).check(scenario)  # refuse before either backend runs
+    for seed in range(1, seeds + 1):
+        with warnings.catch_warnings():  # the file's warnings were shown when it was loaded
+            warnings.simplefilter("ignore")
+            seeded = scenario.with_overrides({"simulation.seed": seed})
+        for backend in ("simulator", "kernel"):
+            results = backend_named(backend).run(seeded, progress)
+            result.runs[backend].append(results)
+            if out is not None:
+                results.save(out / backend / f"seed-{seed}")
+    if out is not None:
+        write_figures(result, out)
+    return result
+
+
+def payload_capacity_bps(rate_bps: float, mss_bytes: int = 1448, header_bytes: int = 66) -> float:
+    """The application bytes a link of `rate_bps` carries with full segments."""
+    return rate_bps * mss_bytes / (mss_bytes + header_bytes)
+
+
+def write_figures(result: Comparison, out: Path) -> list[Path]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ..plot import figure, save_png
+
+    written = []
+    sim, ker = result.runs["simulator"][0], result.runs["kernel"][0]
+    for metric in FIGURE_METRICS:
+        fig = Figure(figsize=(12, 4.5), layout="constrained")
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, 2, sharey=True)
+        for ax, (label, results) in zip(axes, (("simulator", sim), ("kernel", ker))):
+            figure(results, metric, ax=ax)
+            ax.set_title(f"{result.scenario.name}: {label}")
+        path = out / f"compare-{metric}.png"
+        save_png(fig, path)
+        written.append(path)
+    return written

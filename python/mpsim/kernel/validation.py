@@ -1,0 +1,207 @@
+"""The simulator-versus-kernel table of docs/validation.md.
+
+`python -m mpsim.kernel.validation [--runs N] [--out FILE]` runs each case
+N times on the kernel and N seeds in the simulator and prints a Markdown
+table: per case and metric, the simulator's mean, the kernel's mean and
+range over its runs, and the difference. Bulk cases compare goodput;
+short-flow cases compare the median download time per response size;
+failure cases compare the goodput of the surviving path while the other
+is down.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from ..runner import backend_named, resolve_scenario
+
+TOPOLOGY = """
+format = 1
+name = "{name}"
+[simulation]
+duration = "{duration}"
+start_jitter = "50ms"
+[[node]]
+name = "client"
+[[node]]
+name = "router"
+kind = "router"
+[[node]]
+name = "server"
+[[link]]
+name = "a"
+between = ["client", "router"]
+bandwidth = "10Mbps"
+delay = "{delay_a}"
+queue = "100pkt"
+{events_a}
+[[link]]
+name = "b"
+between = ["client", "router"]
+bandwidth = "{rate_b}"
+delay = "{delay_b}"
+queue = "100pkt"
+[[link]]
+name = "wan"
+between = ["router", "server"]
+bandwidth = "100Mbps"
+delay = "1ms"
+queue = "1000pkt"
+[[flow]]
+name = "f"
+transport = "{transport}"
+client = "client"
+server = "server"
+cc = "cubic"
+cc_mode = "linux"
+{flow_extra}
+"""
+# A multihomed server: its second address is announced (a `signal` endpoint) and its first link fails.
+SERVER_SIDE = """
+format = 1
+name = "{name}"
+[simulation]
+duration = "15s"
+start_jitter = "50ms"
+[[node]]
+name = "client"
+[[node]]
+name = "router"
+kind = "router"
+[[node]]
+name = "server"
+[[link]]
+name = "acc"
+between = ["client", "router"]
+bandwidth = "100Mbps"
+delay = "1ms"
+queue = "1000pkt"
+[[link]]
+name = "sa"
+between = ["router", "server"]
+bandwidth = "10Mbps"
+delay = "10ms"
+queue = "100pkt"
+[[link.events]]
+at = "5s"
+up = false
+[[link.events]]
+at = "10s"
+up = true
+[[link]]
+name = "sb"
+between = ["router", "server"]
+bandwidth = "10Mbps"
+delay = "10ms"
+queue = "100pkt"
+[[flow]]
+name = "f"
+transport = "mptcp"
+client = "client"
+server = "server"
+app = "download"
+cc = "cubic"
+cc_mode = "linux"
+path_manager = "endpoints"
+max_add_addr_accepted = 1
+"""
+MPTCP = 'path_manager = "endpoints"\nclient_interfaces = ["a", "b"]'
+SHORT = 'app = "http"\nsizes = ["10KB", "100KB", "1MB", "5MB"]\nrepeat = 2\ngap = "200ms"'
+DOWN = '[[link.events]]\nat = "5s"\nup = false\n[[link.events]]\nat = "10s"\nup = true'
+
+CASES: list[tuple[str, str, dict[str, str]]] = [
+    ("bulk MPTCP 10/5 Mbit/s", "bulk", {"rate_b": "5Mbps", "flow_extra": f'app = "download"\n{MPTCP}'}),
+    ("bulk MPTCP 10/10 Mbit/s", "bulk", {"flow_extra": f'app = "download"\n{MPTCP}'}),
+    ("short TCP 10 Mbit/s, 20 ms RTT", "short",
+     {"duration": "20s", "transport": "tcp", "flow_extra": f'{SHORT}\nclient_interfaces = ["a"]'}),
+    ("short MPTCP 10/10, 20 ms RTT", "short", {"duration": "20s", "flow_extra": f"{SHORT}\n{MPTCP}"}),
+    ("short MPTCP 10/10, 40 ms RTT", "short",
+     {"duration": "20s", "delay_a": "20ms", "delay_b": "20ms", "flow_extra": f"{SHORT}\n{MPTCP}"}),
+    ("short MPTCP 10/0.1", "short", {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f"{SHORT}\n{MPTCP}"}),
+    ("short MPTCP 10/0.1, slow path backup", "short",
+     {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f'{SHORT}\n{MPTCP}\nbackup_interfaces = ["b"]'}),
+    ("MPTCP 10/10, client link a down 5-10 s", "failure",
+     {"duration": "15s", "events_a": DOWN, "flow_extra": f'app = "download"\n{MPTCP}'}),
+    ("MPTCP 10/10, server link sa down 5-10 s", "failure_server", {"text": SERVER_SIDE}),
+]
+DEFAULTS = {"duration": "10s", "delay_a": "10ms", "delay_b": "10ms", "rate_b": "10Mbps", "transport": "mptcp",
+            "events_a": "", "flow_extra": ""}
+
+
+def metrics(kind: str, results: Any) -> dict[str, float]:
+    flow = results.summary["flows"]["f"]
+    if kind == "bulk":
+        return {"goodput (Mbit/s)": flow["goodput_bps"] / 1e6}
+    if kind in ("failure", "failure_server"):
+        node, iface = ("client", "b") if kind == "failure" else ("server", "sb")
+        rows = results.interfaces.query(f"node == '{node}' and interface == '{iface}'")
+        column = "rx_bps" if kind == "failure" else "tx_bps"
+        during = rows[(rows.time_s > 5.0) & (rows.time_s <= 10.0)]
+        before = rows[(rows.time_s > 2.0) & (rows.time_s <= 5.0)]
+        return {"path b while a is down (Mbit/s)": during[column].mean() / 1e6,
+                "path b before (Mbit/s)": before[column].mean() / 1e6,
+                "goodput (Mbit/s)": flow["goodput_bps"] / 1e6}
+    req = results.requests
+    return {f"{int(size / 1000)} KB time (ms)": float(((g.end_s - g.start_s) * 1e3).median())
+            for size, g in req.groupby("size_bytes")}
+
+
+def run_case(name: str, kind: str, params: dict[str, str], runs: int, folder: Path) -> list[dict[str, Any]]:
+    template = params.get("text", TOPOLOGY)
+    text = template.format(**{**DEFAULTS, **params, "name": name.split()[0]})
+    path = folder / f"{abs(hash(name))}.toml"
+    path.write_text(text)
+    values: dict[str, dict[str, list[float]]] = {"simulator": {}, "kernel": {}}
+    for backend in ("simulator", "kernel"):
+        for seed in range(1, runs + 1):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                scenario = resolve_scenario(path, seed=seed)
+            chosen = backend_named(backend)
+            chosen.check(scenario)
+            for key, value in metrics(kind, chosen.run(scenario, None)).items():
+                values[backend].setdefault(key, []).append(value)
+    rows = []
+    for key, ker in values["kernel"].items():
+        sim = values["simulator"].get(key, [float("nan")])
+        s, k = statistics.fmean(sim), statistics.fmean(ker)
+        rows.append({"case": name, "metric": key, "simulator": s, "kernel": k, "kernel_min": min(ker),
+                     "kernel_max": max(ker), "runs": len(ker), "difference_frac": (s - k) / k if k else float("nan")})
+    return rows
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = ["| case | metric | simulator | kernel (mean) | kernel (min-max) | runs | sim vs kernel |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['case']} | {r['metric']} | {r['simulator']:.3f} | {r['kernel']:.3f} | "
+                     f"{r['kernel_min']:.3f}-{r['kernel_max']:.3f} | {r['runs']} | {r['difference_frac']:+.1%} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--cases", default="", help="comma-separated case numbers (1-based); all by default")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    chosen = [int(c) - 1 for c in args.cases.split(",") if c] or list(range(len(CASES)))
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in chosen:
+            name, kind, params = CASES[i]
+            rows += run_case(name, kind, params, args.runs, Path(tmp))
+            print(f"done: {name}", flush=True)
+    text = table(rows)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -110,6 +110,7 @@ def test_mptcp_endpoints_and_limits_come_from_the_path_manager_keys():
         ('cc = "cubic"', 'cc = "cubic"\nscheduler = "roundrobin"', "flow[0].scheduler", "'roundrobin'"),
         ('path_manager = "endpoints"', 'path_manager = "ndiffports"', "flow[0].path_manager", "ndiffports"),
         ('queue = "100pkt"', 'queue = "100pkt"\nqdisc = "codel"', "link[0].qdisc", "qdisc 'codel'"),
+        ('queue = "100pkt"', 'queue = "100pkt"\nmtu = "9000B"', "link[0].mtu", "1500 B MTU"),
         ("[record]", '[controller]\napp = "shortest"\n[record]', "controller.app", "SDN controllers"),
     ],
 )

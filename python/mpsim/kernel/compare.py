@@ -64,7 +64,7 @@ class Comparison:
             rate = link.direction(which)["bandwidth_bps"]
             if rate is None:
                 return None
-            total += payload_capacity_bps(rate, sim.mss_bytes, sim.header_bytes)
+            total += payload_capacity_bps(rate, sim.mss_bytes or 1448, sim.header_bytes)
         return total or None
 
 

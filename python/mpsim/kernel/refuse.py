@@ -60,8 +60,12 @@ def problems(scenario: Scenario) -> list[Problem]:
 def _simulation(scenario: Scenario) -> list[Problem]:
     sim = scenario.simulation
     found: list[Problem] = []
-    if sim.mss_bytes != LINUX_MSS_BYTES:
+    # Without `mss` the simulator, like the kernel, sizes segments from the MTU.
+    if sim.mss_bytes is not None and sim.mss_bytes != LINUX_MSS_BYTES:
         found.append((("simulation", "mss"), f"the kernel's segment size is {LINUX_MSS_BYTES} B on a 1500 B MTU"))
+    for i, link in enumerate(scenario.links):
+        if getattr(link, "mtu_bytes", None) not in (None, 1500):
+            found.append((("link", i, "mtu"), "the kernel backend keeps the interfaces' 1500 B MTU"))
     if sim.header_bytes != LINUX_HEADER_BYTES:
         found.append((("simulation", "header_bytes"), f"real frames carry {LINUX_HEADER_BYTES} B of headers"))
     for key in ("forwarding", "reroute"):

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import ROOT, SCENARIOS
 
+import mpsim
 from mpsim.errors import ScenarioError
 from mpsim.kernel.backend import KernelRunError, check_kernel_runnable, kernel_unavailable, run_kernel
 from mpsim.kernel.plan import iface_addr, make_plan
@@ -23,6 +24,8 @@ from mpsim.kernel.testbed import find_linkd, leftovers
 from mpsim.runner import resolve_scenario, run
 
 LINKD = ROOT / "target" / "release" / "mpsim-linkd"
+# Child processes import the very mpsim this process runs, installed or not.
+PACKAGE_ROOT = str(Path(mpsim.__file__).resolve().parent.parent)
 if "MPSIM_LINKD" not in os.environ and LINKD.exists():
     os.environ["MPSIM_LINKD"] = str(LINKD)
 WHY_NOT = kernel_unavailable()
@@ -137,7 +140,7 @@ def test_a_refused_scenario_sets_nothing_up(tmp_path):
 def test_the_cli_refuses_with_one_line_and_status_2(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "mpsim", "run", str(SCENARIOS / "mptcp-two-path.toml"),
                            "--backend", "kernel", "--set", "flow.bulk.cc=balia"],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python")})
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "--set flow.bulk.cc: kernel backend" in proc.stderr
 
@@ -198,7 +201,7 @@ def test_ctrl_c_tears_everything_down(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(TWO_HOSTS.replace('duration = "3s"', 'duration = "30s"'))
     proc = subprocess.Popen([sys.executable, "-m", "mpsim", "run", str(path), "--backend", "kernel", "-q"],
-                            env={**os.environ, "PYTHONPATH": str(ROOT / "python")}, stderr=subprocess.PIPE, text=True)
+                            env={**os.environ, "PYTHONPATH": PACKAGE_ROOT}, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 15
     while not any("namespace" in x for x in leftovers()) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -257,7 +260,7 @@ def test_compare_prints_both_backends_and_writes_both_runs_and_a_figure_per_metr
     path.write_text(TWO_HOSTS.replace('duration = "3s"', 'duration = "2s"'))
     out = tmp_path / "cmp"
     proc = subprocess.run([sys.executable, "-m", "mpsim", "compare", str(path), "--out", str(out)],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "python"),
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": PACKAGE_ROOT,
                                                                "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
     row = next(line for line in proc.stdout.splitlines() if "goodput_bps" in line)

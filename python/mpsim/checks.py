@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from . import units
+from . import datafile, units
 from .locate import Loc
 from .scenario import (
     CC_BY_TRANSPORT,
@@ -232,23 +232,15 @@ def not_runnable(scenario: Scenario) -> list[Problem]:
 
 def load_bandwidth_trace(path: Path, shown: str) -> Trace:
     """Read a two-column CSV (time, rate) into [[t_ps, bps], ...]; `shown` names it in errors."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError(f"trace file '{shown}' not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(f"cannot read trace file '{shown}': {exc}") from None
+    text = datafile.read_text(path, shown, "trace file", TraceError)
     rows: Trace = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        fields = _trace_fields(line)
-        if fields is None:
-            continue
+    for lineno, fields in datafile.rows(text):
         try:
             if len(fields) != 2:
                 raise units.UnitError(f"expected two columns (time, rate), got {len(fields)}")
             row = [units.parse_time(fields[0]), units.parse_rate(fields[1])]
         except units.UnitError as exc:
-            if not rows and _looks_like_header(fields):
+            if not rows and datafile.looks_like_header(fields):
                 continue
             raise TraceError(f"{shown}:{lineno}: {exc}") from None
         if rows and row[0] < rows[-1][0]:
@@ -257,19 +249,6 @@ def load_bandwidth_trace(path: Path, shown: str) -> Trace:
     if not rows:
         raise TraceError(f"trace file '{shown}' has no rows")
     return rows
-
-
-def _trace_fields(line: str) -> list[str] | None:
-    line = line.split("#", 1)[0].strip()
-    if not line:
-        return None
-    sep = "," if "," in line else None
-    return [f.strip() for f in line.split(sep)]
-
-
-def _looks_like_header(fields: list[str]) -> bool:
-    """A first row such as `time,rate`: no field starts like a number."""
-    return all(not f[:1].isdigit() and not f.startswith((".", "-", "+")) for f in fields)
 
 
 class _Checker:

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import units
+from . import datafile, units
 
 if TYPE_CHECKING:
     from .scenario import Flow, Scenario, SizeDistribution
@@ -27,22 +27,14 @@ def load_cdf(path: Path, shown: str) -> Cdf:
     """Read a CSV of `size, cumulative probability` rows (a header row and
     `#` comments allowed; sizes with units or in bytes). Sizes and
     probabilities must not decrease, and the last probability must be 1."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CdfError(f"size distribution file '{shown}' not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CdfError(f"cannot read size distribution file '{shown}': {exc}") from None
+    text = datafile.read_text(path, shown, "size distribution file", CdfError)
     rows: Cdf = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        fields = [f.strip() for f in line.split("#", 1)[0].replace(",", " ").split()]
-        if not fields:
-            continue
+    for lineno, fields in datafile.rows(text):
         try:
             row = _cdf_row(fields)
         except (units.UnitError, ValueError) as exc:
-            if not rows and all(not f[:1].isdigit() for f in fields):
-                continue  # a header
+            if not rows and datafile.looks_like_header(fields):
+                continue
             raise CdfError(f"{shown}:{lineno}: {exc}") from None
         if rows and (row[0] < rows[-1][0] or row[1] < rows[-1][1]):
             raise CdfError(f"{shown}:{lineno}: sizes and probabilities must not decrease")

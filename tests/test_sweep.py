@@ -15,7 +15,7 @@ from mpsim import ScenarioError
 from mpsim import sweeps as sweep_mod
 from mpsim.cli import app
 from mpsim.study import Study, interval
-from mpsim.sweeps import parse_grid, plan_sweep, seed_list, sweep
+from mpsim.sweeps import join_plans, parse_grid, plan_sweep, run_plan, seed_list, sweep
 
 WIFI_3G = SCENARIOS / "wifi-3g.toml"
 SHORT = {"simulation.duration": "4s"}
@@ -107,6 +107,17 @@ def test_a_sweep_has_a_row_per_run_and_flow_with_the_grid_and_seed(reference):
     # (a link-limited transfer may still deliver the same bytes in 4 s).
     lia = flows[flows["flow.ftp.cc"] == "lia"]
     assert lia["start_s"].nunique() == 3 and lia["events"].nunique() == 3
+
+
+def test_joined_plans_run_as_one_sweep_with_the_same_rows(reference):
+    # Per-seed plans joined into one give the rows of the sweep planned at once.
+    plans = [plan_sweep(WIFI_3G, GRID, seeds=[seed], overrides=SHORT) for seed in (1, 2, 3)]
+    joined = run_plan(join_plans(plans), jobs=1)
+    key = ["flow.ftp.cc", "seed"]
+    ours = joined.flows.sort_values(key).reset_index(drop=True)
+    theirs = reference.flows.sort_values(key).reset_index(drop=True)
+    assert sorted(joined.manifest["seeds"]) == [1, 2, 3]
+    pd.testing.assert_frame_equal(ours[key + ["bytes_delivered"]], theirs[key + ["bytes_delivered"]])
 
 
 def test_ci_gives_one_row_per_configuration(reference):

@@ -433,8 +433,7 @@ def sweep_command(
 
 
 def _run_sweep(plan: Any, out: Path | None, jobs: int | None, cluster: str | None, human: Console | None) -> Any:
-    from .study import Study
-    from .sweeps import check_sweep_dir, execute, manifest
+    from .sweeps import check_sweep_dir, run_plan
 
     if out is not None:
         try:
@@ -443,21 +442,16 @@ def _run_sweep(plan: Any, out: Path | None, jobs: int | None, cluster: str | Non
             _fail(f"--out: {exc}")
     bar = _SweepBar(human)
     try:
-        summaries = execute(plan, out, jobs=jobs, cluster=cluster, progress=bar)
+        return run_plan(plan, out, jobs=jobs, cluster=cluster, progress=bar)
     except KeyboardInterrupt:
         kept = f"; finished runs are kept in {out}/runs: run the same command again to resume" if out else ""
         _fail(f"interrupted{kept}", INTERRUPTED)
+    except ResultsError as exc:
+        _fail(f"--out: {exc}", FAILED)
     except (MpsimError, OSError) as exc:
         _fail(str(exc), FAILED)
     finally:
         bar.close()
-    study = Study.from_summaries(plan.points, summaries, manifest(plan))
-    if out is not None:
-        try:
-            study.save(out)
-        except (ResultsError, OSError) as exc:
-            _fail(f"--out: {exc}", FAILED)
-    return study
 
 
 class _SweepBar:

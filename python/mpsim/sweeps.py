@@ -106,9 +106,22 @@ def sweep(
     run's time series (in its folder under `out`); by default runs record
     none. `progress(done, total)` is called as runs end.
     """
+    plan = plan_sweep(scenario, grid or {}, seeds=seeds, seed_base=seed_base, overrides=set, traces=traces)
+    return run_plan(plan, out, jobs=jobs, cluster=cluster, progress=progress)
+
+
+def run_plan(
+    plan: _Plan,
+    out: str | os.PathLike[str] | None = None,
+    *,
+    jobs: int | None = None,
+    cluster: Any = None,
+    progress: Progress | None = None,
+) -> Study:
+    """Run a planned sweep (from `plan_sweep` or `join_plans`) and return its
+    Study, saved under `out` when given. Runs already in `out` are reused."""
     from .study import Study
 
-    plan = plan_sweep(scenario, grid or {}, seeds=seeds, seed_base=seed_base, overrides=set, traces=traces)
     folder = Path(out) if out is not None else None
     if folder is not None:
         check_sweep_dir(folder)
@@ -117,6 +130,22 @@ def sweep(
     if folder is not None:
         study.save(folder)
     return study
+
+
+def join_plans(plans: Sequence[_Plan]) -> _Plan:
+    """One plan running every point of `plans` (each planned with the same
+    grid keys), so that differently built scenarios share one pool and one
+    sweep folder."""
+    if not plans:
+        raise ValueError("join_plans needs at least one plan")
+    joined = plans[0]
+    seeds = list(joined.seeds)
+    for other in plans[1:]:
+        joined.points += other.points
+        joined.scenarios += other.scenarios
+        seeds += [s for s in other.seeds if s not in seeds]
+    joined.seeds = seeds
+    return joined
 
 
 # ------------------------------------------------------------ planning

@@ -131,28 +131,17 @@ def sweep_realizations(ctx: Context, name: str, path: Path, seeds: Sequence[int]
     """`ctx.sweep` with run seed k on environment realization k (its walk and
     3G trace): one plan over every seed, run on one pool, written to data/<name>.
     The MPTCP form sweeps `flow.dl.cc`; the regular form is one TCP connection."""
-    from ..study import Study
-    from ..sweeps import check_sweep_dir, execute, manifest, plan_sweep
+    from ..sweeps import join_plans, plan_sweep, run_plan
 
     if ctx.progress is not None:
         ctx.progress(name)
     grid = {} if regular else {"flow.dl.cc": list(MPTCP_CCS)}
     overrides = QUICK_SET if ctx.quick else None
-    plans = [
+    plan = join_plans([
         plan_sweep(realization(path, seed, regular=regular), grid, seeds=[seed], overrides=overrides, traces=True)
         for seed in seeds
-    ]
-    plan = plans[0]
-    for other in plans[1:]:
-        plan.points += other.points
-        plan.scenarios += other.scenarios
-    plan.seeds = list(seeds)
-    folder = ctx.out / "data" / name
-    check_sweep_dir(folder)
-    summaries = execute(plan, folder, jobs=ctx.jobs, cluster=ctx.cluster, progress=None)
-    study = Study.from_summaries(plan.points, summaries, manifest(plan))
-    study.save(folder)
-    return study
+    ])  # fmt: skip
+    return run_plan(plan, ctx.out / "data" / name, jobs=ctx.jobs, cluster=ctx.cluster)
 
 
 def realization(path: Path, seed: int, *, regular: bool) -> Any:

@@ -142,7 +142,8 @@ def test_only_the_engines_refusal_of_the_controller_is_caught(tmp_path):
 
     class OtherRefusal:
         def check_runnable(self):
-            raise ScenarioError("transport 'cmt' is not available in this version", file="x.toml", key="flow[0].transport")
+            message = "transport 'cmt' is not available in this version"
+            raise ScenarioError(message, file="x.toml", key="flow[0].transport")
 
     with pytest.raises(ScenarioError, match="cmt"):
         a.controller_refusal(OtherRefusal())

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,10 +151,12 @@ def _as_download(flow: dict[str, Any], size: str) -> None:
 
 
 def two_path_variant(
-    ctx: Context, *, tcp: bool = False, path2: Mapping[str, str] | None = None, long: bool = False
-) -> Scenario:
+    ctx: Context, *, tcp: bool = False, path2: Mapping[str, str] | None = None, long: bool = False,
+    size: int | None = None,
+) -> Scenario:  # fmt: skip
     """Chapter 4's network: SPTCP on path 1 or MPTCP over both, path 2's links
-    at the given rates, short downloads or one long transfer."""
+    at the given rates, downloads of one `size` (None: the file's eight in
+    turn) or one long transfer."""
     data, path = _library_data(ctx, TWO_PATH)
     for link in data["link"]:
         if path2 and link["name"] in path2:
@@ -164,10 +166,14 @@ def two_path_variant(
         _as_tcp(flow, flow["client_interfaces"][0], flow["paths"][0])
     if long:
         _as_download(flow, QUICK_LONG_SIZE if ctx.quick else LONG_SIZE)
-    elif ctx.quick:
-        flow["repeat"] = QUICK_REPEAT
+    else:
+        if size is not None:
+            flow["sizes"] = [size_text(size)]
+        if ctx.quick:
+            flow["repeat"] = QUICK_REPEAT
     rates = "-".join(str(path2[k]) if path2 and k in path2 else "10Mbps" for k in PATH2_LINKS)
-    return _build(data, path, f"{'tcp' if tcp else 'mptcp'}-{'long' if long else 'short'}-{rates}")
+    form = "long" if long else size_text(size) if size is not None else "short"
+    return _build(data, path, f"{'tcp' if tcp else 'mptcp'}-{form}-{rates}")
 
 
 def three_path_variant(ctx: Context, *, tcp: bool = False, paths: Sequence[int] | None = None,
@@ -187,17 +193,24 @@ def three_path_variant(ctx: Context, *, tcp: bool = False, paths: Sequence[int] 
     if ctx.quick:
         flow["repeat"] = QUICK_REPEAT
     chosen = "tcp" if tcp else "p" + "".join(str(i + 1) for i in (paths if paths is not None else range(len(pinned))))
-    return _build(data, path, chosen)
+    sized = "" if sizes is None else "-" + "-".join(size_text(s) for s in sizes)
+    return _build(data, path, chosen + sized)
 
 
-def controller_variant(ctx: Context, name: str) -> Scenario:
+def controller_variant(ctx: Context, name: str, size: int | None = None) -> Scenario:
+    """A library scenario with an SDN controller, as it is or with its web
+    flow cut to one size (the controller takes a flow's application size
+    from its definition, an http flow's largest listed size)."""
     data, path = _library_data(ctx, name)
-    if ctx.quick:
-        for flow in data["flow"]:
-            if "repeat" in flow and flow.get("arrivals") != "poisson":
-                flow["repeat"] = QUICK_REPEAT
-    # The library file's own name in messages: the variant differs only by --quick's shorter runs.
-    return _build(data, path, "quick") if ctx.quick else _build_as(data, path)
+    for flow in data["flow"]:
+        if size is not None and flow["name"] == FLOW:
+            flow["sizes"] = [size_text(size)]
+        if ctx.quick and "repeat" in flow and flow.get("arrivals") != "poisson":
+            flow["repeat"] = QUICK_REPEAT
+    if size is None and not ctx.quick:
+        # The library file's own name in messages: the scenario is the file as it is.
+        return _build_as(data, path)
+    return _build(data, path, ("quick-" if ctx.quick else "") + (size_text(size) if size is not None else "all"))
 
 
 def controller_refusal(scenario: Scenario) -> str | None:
@@ -347,6 +360,30 @@ def _sweep(ctx: Context, name: str, scenario: Scenario) -> Study:
     return ctx.sweep(name, scenario)
 
 
+def _sweep_sizes(ctx: Context, name: str, build: Callable[[int], Scenario], sizes: Sequence[int] = SIZES) -> Times:
+    """Download times of one configuration, a run per size and seed: each run
+    downloads one size 100 times in a row, as the thesis sampled a point
+    (whatever a download leaves queued delays the next one of the same size,
+    not of another). One plan over every size, run on one pool, written to
+    data/<name>; the requests table tells the sizes apart."""
+    from ..study import Study
+    from ..sweeps import check_sweep_dir, execute, manifest, plan_sweep
+
+    if ctx.progress is not None:
+        ctx.progress(name)
+    plans = [plan_sweep(build(size), {}, seeds=ctx.seeds) for size in sizes]
+    plan = plans[0]
+    for other in plans[1:]:
+        plan.points += other.points
+        plan.scenarios += other.scenarios
+    folder = ctx.out / "data" / name
+    check_sweep_dir(folder)
+    summaries = execute(plan, folder, jobs=ctx.jobs, cluster=ctx.cluster, progress=None)
+    study = Study.from_summaries(plan.points, summaries, manifest(plan))
+    study.save(folder)
+    return download_times(study)
+
+
 def run_all(ctx: Context) -> Results:
     long_bps = {"sptcp": throughputs_bps(_sweep(ctx, "fig4.3-sptcp", two_path_variant(ctx, tcp=True, long=True)))}
     long_bps["gap0"] = throughputs_bps(_sweep(ctx, "fig4.3-mptcp", two_path_variant(ctx, long=True)))
@@ -356,34 +393,37 @@ def run_all(ctx: Context) -> Results:
         long_bps[f"gap{gap:g}"] = throughputs_bps(_sweep(ctx, f"fig4.4-mptcp-gap{gap:g}", scenario))
     scenario = two_path_variant(ctx, path2=MIDDLE_SLOW, long=True)
     long_bps["middle"] = throughputs_bps(_sweep(ctx, "t4.3-long-mptcp-10-1-10", scenario))
-    short = {"sptcp": download_times(_sweep(ctx, "t4.1-sptcp", two_path_variant(ctx, tcp=True)))}
-    short["gap0"] = download_times(_sweep(ctx, "t4.1-mptcp", two_path_variant(ctx)))
+    short = {"sptcp": _sweep_sizes(ctx, "t4.1-sptcp", lambda size: two_path_variant(ctx, tcp=True, size=size))}
+    short["gap0"] = _sweep_sizes(ctx, "t4.1-mptcp", lambda size: two_path_variant(ctx, size=size))
     for gap in GAPS:
         rates = dict.fromkeys(PATH2_LINKS, gap_rate(gap))
-        short[f"gap{gap:g}"] = download_times(_sweep(ctx, f"t4.2-mptcp-gap{gap:g}", two_path_variant(ctx, path2=rates)))
-    short["middle"] = download_times(_sweep(ctx, "t4.3-mptcp-10-1-10", two_path_variant(ctx, path2=MIDDLE_SLOW)))
+        short[f"gap{gap:g}"] = _sweep_sizes(
+            ctx, f"t4.2-mptcp-gap{gap:g}", lambda size, rates=rates: two_path_variant(ctx, path2=rates, size=size)
+        )
+    short["middle"] = _sweep_sizes(
+        ctx, "t4.3-mptcp-10-1-10", lambda size: two_path_variant(ctx, path2=MIDDLE_SLOW, size=size)
+    )
 
     paths, table = three_paths(ctx), thresholds(ctx)
     chosen = {size: admitted(size, paths, table) for size in SIZES}
     t52 = {
-        "sptcp": download_times(_sweep(ctx, "t5.2-sptcp", three_path_variant(ctx, tcp=True))),
-        "disjoint-emulated": download_times(_sweep(ctx, "t5.2-disjoint-pinned", three_path_variant(ctx))),
+        "sptcp": _sweep_sizes(ctx, "t5.2-sptcp", lambda size: three_path_variant(ctx, tcp=True, sizes=[size])),
+        "disjoint-emulated": _sweep_sizes(
+            ctx, "t5.2-disjoint-pinned", lambda size: three_path_variant(ctx, sizes=[size])
+        ),
+        "mpsshetn-emulated": _sweep_sizes(
+            ctx, "t5.2-mpsshetn-pinned", lambda size: three_path_variant(ctx, paths=chosen[size], sizes=[size])
+        ),
     }
-    t52["mpsshetn-emulated"] = Times({})
-    for subset in sorted(set(chosen.values())):
-        sizes = [s for s in SIZES if chosen[s] == subset]
-        label = "p" + "".join(str(i + 1) for i in subset)
-        scenario = three_path_variant(ctx, paths=subset, sizes=sizes)
-        times = download_times(_sweep(ctx, f"t5.2-mpsshetn-pinned-{label}", scenario))
-        t52["mpsshetn-emulated"].by_size.update({s: times.by_size[s] for s in sizes if s in times.by_size})
     refused: dict[str, str] = {}
     for app, name in CONTROLLER_FILES.items():
-        scenario = controller_variant(ctx, name)
-        reason = controller_refusal(scenario)
-        if reason is None:
-            t52[app] = download_times(_sweep(ctx, f"t5.2-{app}-controller", scenario))
-        else:
+        reason = controller_refusal(controller_variant(ctx, name))
+        if reason is not None:
             refused[app] = reason
+            continue
+        t52[app] = _sweep_sizes(
+            ctx, f"t5.2-{app}-controller", lambda size, name=name: controller_variant(ctx, name, size)
+        )
     mixed, expected = run_mixed(ctx, paths, table, refused)
     disjoint = disjoint_switch_paths(ctx)
     return Results(long_bps, short, t52, refused, paths, disjoint, chosen, table, mixed, expected)

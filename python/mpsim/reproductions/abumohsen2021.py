@@ -671,7 +671,7 @@ def tables_markdown(res: Results, ctx: Context) -> str:
     """The thesis' tables side by side with ours (download times in ms)."""
     lines = [f"# abumohsen2021: the thesis' tables and ours ({_note(ctx)})", ""]
     lines += ["Times in ms: thesis (Mininet) / mpsim mean over seeds. Compare ratios and crossovers, not absolute",
-              "times: the thesis' emulation adds its own overheads.", ""]  # fmt: skip
+              "times: the thesis' emulation moves them both ways.", ""]  # fmt: skip
     lines += ["## Figures 4.3 and 4.4: long flows (Mbit/s)", "", "| configuration | thesis | mpsim |", "|---|---|---|"]
     lines.append(f"| SPTCP | {THESIS_FIG43_MBPS['sptcp']} | {fmt_ci(res.long_bps['sptcp'], 1e6)} |")
     lines.append(f"| MPTCP 10/10 | {THESIS_FIG43_MBPS['mptcp']} | {fmt_ci(res.long_bps['gap0'], 1e6)} |")

@@ -34,7 +34,7 @@ PAPERS: dict[str, str | None] = {
     "hijawi2016": "mpsim.reproductions.hijawi2016",
     "zuhairi2022": "mpsim.reproductions.zuhairi2022",
     "khan2016": None,
-    "abumohsen2021": None,
+    "abumohsen2021": "mpsim.reproductions.abumohsen2021",
     "raiciu2011": None,
 }
 CLAIMS_JSON = "claims.json"

@@ -366,21 +366,12 @@ def _sweep_sizes(ctx: Context, name: str, build: Callable[[int], Scenario], size
     (whatever a download leaves queued delays the next one of the same size,
     not of another). One plan over every size, run on one pool, written to
     data/<name>; the requests table tells the sizes apart."""
-    from ..study import Study
-    from ..sweeps import check_sweep_dir, execute, manifest, plan_sweep
+    from ..sweeps import join_plans, plan_sweep, run_plan
 
     if ctx.progress is not None:
         ctx.progress(name)
-    plans = [plan_sweep(build(size), {}, seeds=ctx.seeds) for size in sizes]
-    plan = plans[0]
-    for other in plans[1:]:
-        plan.points += other.points
-        plan.scenarios += other.scenarios
-    folder = ctx.out / "data" / name
-    check_sweep_dir(folder)
-    summaries = execute(plan, folder, jobs=ctx.jobs, cluster=ctx.cluster, progress=None)
-    study = Study.from_summaries(plan.points, summaries, manifest(plan))
-    study.save(folder)
+    plan = join_plans([plan_sweep(build(size), {}, seeds=ctx.seeds) for size in sizes])
+    study = run_plan(plan, ctx.out / "data" / name, jobs=ctx.jobs, cluster=ctx.cluster)
     return download_times(study)
 
 

@@ -34,6 +34,9 @@ pub mod rtx_policy;
 pub mod sfr;
 pub mod smos;
 
+#[cfg(test)]
+mod harness_tests;
+
 use mpsim_core::{SimDuration, SimRng};
 use rtx_policy::LossRate;
 

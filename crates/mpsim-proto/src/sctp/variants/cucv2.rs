@@ -1,4 +1,4 @@
-//! Cwnd Update for CMT (CUC; Iyengar, Amer, Stewart 2006, §III-B) and its
+//! Cwnd Update for CMT (CUC; Iyengar, Amer, Stewart 2006) and its
 //! second version (CUCv2, FreeBSD's `rtx_pseudo_cumack`). Under CMT the
 //! cumulative ack advances only when the slowest path delivers, so a
 //! destination may also grow its window when its own oldest outstanding TSN
@@ -113,7 +113,7 @@ pub struct GrowthInput {
 }
 
 /// The per-destination window increase of RFC 4960 §7.2.1/§7.2.2 under
-/// CUC (Iyengar et al. 2006, §III-B): allowed iff the cumulative ack point
+/// CUC (Iyengar et al. 2006): allowed iff the cumulative ack point
 /// advanced or the destination got a new pseudo-cumack, and the destination
 /// is not in fast recovery. Call once per destination per SACK, after
 /// `dest.flight_bytes` has dropped by what the SACK acknowledged.
@@ -145,9 +145,14 @@ fn increase(dest: &mut DestState, input: GrowthInput, mtu_bytes: u64) -> CwndCha
     }
     // RFC 4960 §7.2.2: partial_bytes_acked accrues every newly acked byte.
     dest.pba_bytes += input.newly_acked_bytes;
+    if dest.pba_bytes > dest.cwnd_bytes && !fully_used {
+        // An under-used window earns no more than one window of credit
+        // (Linux sctp_transport_raise_cwnd()).
+        dest.pba_bytes = dest.cwnd_bytes;
+    }
     if dest.pba_bytes >= dest.cwnd_bytes && fully_used {
         // Subtract the window the bytes were counted against, then grow
-        // (RFC 9260 §7.2.2 order; Linux sctp_transport_raise_cwnd()).
+        // (Linux sctp_transport_raise_cwnd() order).
         dest.pba_bytes -= dest.cwnd_bytes;
         dest.cwnd_bytes += mtu_bytes;
         return CwndChange::CongestionAvoidance(mtu_bytes);
@@ -250,6 +255,16 @@ mod tests {
         assert_eq!(d.pba_bytes, 4500);
         assert_eq!(grow_cwnd(&mut d, g, MTU), CwndChange::CongestionAvoidance(1500));
         assert_eq!((d.cwnd_bytes, d.pba_bytes), (7500, 0));
+    }
+
+    #[test]
+    fn an_under_used_window_earns_at_most_one_window_of_credit() {
+        let mut d = DestState::new(6000, 3000);
+        d.flight_bytes = 1000;
+        d.pba_bytes = 5000;
+        let g = GrowthInput { newly_acked_bytes: 3000, cum_advanced: true, new_pseudo_cumack: false };
+        assert_eq!(grow_cwnd(&mut d, g, MTU), CwndChange::None, "4000 bytes were out of a 6000-byte window");
+        assert_eq!((d.cwnd_bytes, d.pba_bytes), (6000, 6000));
     }
 
     #[test]

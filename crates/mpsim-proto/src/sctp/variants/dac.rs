@@ -1,4 +1,4 @@
-//! Delayed ACK for CMT (DAC; Iyengar, Amer, Stewart 2006, §III-C). The
+//! Delayed ACK for CMT (DAC; Iyengar, Amer, Stewart 2006). The
 //! receiver keeps delaying SACKs when data arrives out of order and says in
 //! the SACK how many DATA packets it covers; the sender then adds one more
 //! missing report where both of those packets are evidence against a TSN.
@@ -49,7 +49,7 @@ impl DacCount {
 }
 
 /// The sender's extra missing report for `t`, which this SACK already gave
-/// one report (Iyengar et al. 2006, §III-C; FreeBSD
+/// one report (Iyengar et al. 2006; FreeBSD
 /// `sctp_strike_gap_ack_chunks`): only when the SACK covers two packets,
 /// every newly acked TSN came from one destination (not a "mixed" SACK) and
 /// all of them lie above `t`, are both packets sure evidence against `t`.

@@ -7,12 +7,12 @@
 //! Nothing here sees a packet, a link or the event loop.
 //!
 //! * `sfr`: missing-report counting, plain (RFC 4960 §7.2.4 HTNA) and split
-//!   fast retransmit (Iyengar et al. 2006, §III-A), with the once-per-window
+//!   fast retransmit (Iyengar et al. 2006), with the once-per-window
 //!   cwnd reduction.
 //! * `cucv2`: pseudo-cumacks and the per-destination cwnd increase
-//!   (Iyengar et al. 2006, §III-B; FreeBSD's `rtx_pseudo_cumack`).
+//!   (Iyengar et al. 2006; FreeBSD's `rtx_pseudo_cumack`).
 //! * `dac`: delayed SACKs under reordering and the sender's extra missing
-//!   report (Iyengar et al. 2006, §III-C; FreeBSD's `SCTP_SACK_CMT_DAC`).
+//!   report (Iyengar et al. 2006; FreeBSD's `SCTP_SACK_CMT_DAC`).
 //! * `rtx_policy`: where a retransmission goes (Iyengar, Amer, Stewart,
 //!   "Retransmission Policies for CMT", ICON 2004) and the loss-rate estimate.
 //! * `iopd`: inter-path / intra-path classification of a missing TSN (Khan &

@@ -1,6 +1,6 @@
 //! Where a retransmission goes (Iyengar, Amer, Stewart, "Retransmission
 //! Policies for Concurrent Multipath Transfer Using SCTP Multihoming", ICON
-//! 2004; the same five policies in their 2006 ToN paper, §IV). Used for
+//! 2004; the same five policies in their 2006 ToN paper). Used for
 //! fast retransmissions and T3-rtx retransmissions alike. The association
 //! applies the loss's window reduction first, then asks, so that the lossy
 //! path is judged by its reduced state.

@@ -1,7 +1,7 @@
 //! Missing reports and fast-retransmit marking. Plain SCTP counts a report
 //! for every TSN below the highest TSN newly acknowledged by the SACK
 //! (RFC 4960 §7.2.4, the HTNA rule). CMT's split fast retransmit (SFR,
-//! Iyengar, Amer, Stewart 2006, §III-A) counts only evidence from the same
+//! Iyengar, Amer, Stewart 2006) counts only evidence from the same
 //! destination: a report for `t` needs a TSN sent later than `t` to `t`'s
 //! destination to be acknowledged by this SACK. The association builds one
 //! `SackEvidence` per SACK from the TSNs it newly acknowledged, then calls
@@ -61,7 +61,7 @@ impl SackEvidence {
             lowest_newack: None,
         };
         for t in newly_acked {
-            // Iyengar et al. 2006, §III-A: saw_newack and the per-destination
+            // Iyengar et al. 2006: saw_newack and the per-destination
             // highest TSN newly acked.
             ev.saw_newack[t.dest] = true;
             ev.highest_newack_for[t.dest] = opt_tsn_max(ev.highest_newack_for[t.dest], t.tsn);
@@ -119,7 +119,7 @@ pub fn reports_missing(ev: &SackEvidence, rule: MissingRule, t: TsnDest) -> bool
     match rule {
         // RFC 4960 §7.2.4: only TSNs below the highest TSN newly acked.
         MissingRule::Htna => above_t(ev.highest_newack()),
-        // Iyengar et al. 2006, §III-A: a later TSN on the same destination
+        // Iyengar et al. 2006: a later TSN on the same destination
         // was acknowledged, and this SACK brought news for that destination.
         MissingRule::Sfr(SfrHighest::NewlyAcked) => ev.saw_newack(t.dest) && above_t(ev.highest_newack_for(t.dest)),
         MissingRule::Sfr(SfrHighest::AnyAcked) => ev.saw_newack(t.dest) && above_t(ev.highest_acked_for(t.dest)),

@@ -19,6 +19,7 @@
 //!   Qadir, "Inter-path OOS packets differentiation based congestion control
 //!   for simultaneous multipath transmission", Algorithm 1).
 //! * `mcc`: SMT's reaction to a classified loss (Khan & Qadir, §3).
+//! * `sched`: CMT's round-robin of new data over destinations with room.
 //! * `smos`: arrival-ordered scheduling (Liao et al., "Sender-based multipath
 //!   out-of-order scheduling", IEEE Trans. Consumer Electronics 2010).
 //!
@@ -31,6 +32,7 @@ pub mod dac;
 pub mod iopd;
 pub mod mcc;
 pub mod rtx_policy;
+pub mod sched;
 pub mod sfr;
 pub mod smos;
 
@@ -178,6 +180,23 @@ impl DestState {
         true
     }
 
+    /// The T3-rtx reduction of RFC 4960 §7.2.3: `ssthresh = max(cwnd/2,
+    /// 4·MTU)`, `cwnd = 1·MTU`, `pba = 0`. It also ends fast recovery on the
+    /// destination (Linux `sctp_transport_lower_cwnd(SCTP_LOWER_CWND_T3_RTX)`:
+    /// "T3-rtx also clears fast recovery"). RTO back-off is the caller's.
+    pub fn on_t3_timeout(&mut self, mtu_bytes: u64) {
+        self.ssthresh_bytes = (self.cwnd_bytes / 2).max(4 * mtu_bytes);
+        self.cwnd_bytes = mtu_bytes;
+        self.pba_bytes = 0;
+        self.fast_recovery_exit = None;
+    }
+
+    /// RFC 4960 §7.2.1: a destination that sent nothing for an RTO decays
+    /// to `cwnd = max(cwnd/2, 4·MTU)`.
+    pub fn on_idle_rto(&mut self, mtu_bytes: u64) {
+        self.cwnd_bytes = (self.cwnd_bytes / 2).max(4 * mtu_bytes);
+    }
+
     /// RFC 4960 §7.2.4: fast recovery ends once a SACK acknowledges every
     /// TSN up to and including the exit point. Returns whether it ended.
     pub fn on_cum_ack(&mut self, cum_tsn: Tsn) -> bool {
@@ -279,6 +298,28 @@ mod tests {
         let mut d = DestState::new(7_000, 100_000);
         d.enter_fast_recovery(1, 1500);
         assert_eq!((d.ssthresh_bytes, d.cwnd_bytes), (6000, 6000));
+    }
+
+    #[test]
+    fn t3_timeout_restarts_slow_start_and_clears_fast_recovery() {
+        let mut d = DestState::new(30_000, 100_000);
+        d.pba_bytes = 900;
+        d.fast_recovery_exit = Some(7);
+        d.on_t3_timeout(1500);
+        assert_eq!((d.ssthresh_bytes, d.cwnd_bytes, d.pba_bytes), (15_000, 1500, 0));
+        assert!(!d.in_fast_recovery());
+        d.on_t3_timeout(1500);
+        assert_eq!(d.ssthresh_bytes, 6000, "floor of 4 MTUs");
+    }
+
+    #[test]
+    fn an_idle_destination_decays_to_four_mtus() {
+        let mut d = DestState::new(30_000, 100_000);
+        d.on_idle_rto(1500);
+        assert_eq!(d.cwnd_bytes, 15_000);
+        d.on_idle_rto(1500);
+        d.on_idle_rto(1500);
+        assert_eq!(d.cwnd_bytes, 6000);
     }
 
     #[test]

@@ -213,7 +213,7 @@ mod tests {
         (0..n).map(|_| DestState::new(15_000, 100_000)).collect()
     }
 
-    /// The worked example "SFR" of the CMT/SMT reference: TSNs 1..6 sent
+    /// The SFR worked example: TSNs 1..6 sent
     /// 1→A, 2→B, 3→A, 4→B, 5→A, 6→A; a SACK with cum 1 newly acks 3, 5, 6.
     #[test]
     fn sfr_worked_example_gives_no_report_to_the_slow_path_until_it_acks() {

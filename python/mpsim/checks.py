@@ -214,6 +214,8 @@ def random_sources(scenario: Scenario) -> list[str]:
         getattr(node, "forwarding", None) == "ecmp" for node in scenario.nodes
     ):
         found.append("forwarding: ecmp")
+    if getattr(scenario, "traffic", None) is not None and scenario.traffic.seed is None:
+        found.append(f"traffic: the {scenario.traffic.matrix} matrix")
     return list(dict.fromkeys(found))
 
 

@@ -70,7 +70,9 @@ class Fabric:
         self.tiers.append(tier)
 
 
-def tier_keys(defaults: Table, tiers: dict[str, Table], names: Sequence[str], oversubscription: float) -> dict[str, Table]:
+def tier_keys(
+    defaults: Table, tiers: dict[str, Table], names: Sequence[str], oversubscription: float
+) -> dict[str, Table]:
     """The link keys of each tier: the defaults, then the tier's own keys; the
     tiers above the hosts' divide the default bandwidth by `oversubscription`
     unless they set their own."""
@@ -168,7 +170,8 @@ def incast(hosts: Sequence[str], fan_in: int, seed: int) -> list[Pair]:
     """`fan_in` senders, drawn from the hosts, all to one receiver drawn from the others."""
     _need_hosts(hosts, 2)
     if isinstance(fan_in, bool) or not isinstance(fan_in, int) or not 1 <= fan_in < len(hosts):
-        raise DatacenterError(f"fan_in must be 1 to {len(hosts) - 1} (the hosts but the receiver), got {fan_in!r}", "fan_in")
+        most = len(hosts) - 1
+        raise DatacenterError(f"fan_in must be 1 to {most} (the hosts but the receiver), got {fan_in!r}", "fan_in")
     rng = random.Random(seed)
     receiver = rng.randrange(len(hosts))
     others = [h for i, h in enumerate(hosts) if i != receiver]
@@ -186,11 +189,14 @@ def stride(hosts: Sequence[str], step: int) -> list[Pair]:
     _need_hosts(hosts, 2)
     n = len(hosts)
     if isinstance(step, bool) or not isinstance(step, int) or step % n == 0:
-        raise DatacenterError(f"stride must be a whole number that is not a multiple of the {n} hosts, got {step!r}", "stride")
+        message = f"stride must be a whole number that is not a multiple of the {n} hosts, got {step!r}"
+        raise DatacenterError(message, "stride")
     return [(hosts[i], hosts[(i + step) % n]) for i in range(n)]
 
 
-def matrix_pairs(matrix: str, hosts: Sequence[str], seed: int, stride_hosts: int | None = None, fan_in: int | None = None) -> list[Pair]:
+def matrix_pairs(
+    matrix: str, hosts: Sequence[str], seed: int, stride_hosts: int | None = None, fan_in: int | None = None
+) -> list[Pair]:
     """The pairs of a named matrix; `stride_hosts` and `fan_in` are the keys of stride and incast."""
     if matrix not in MATRICES:
         raise DatacenterError(f"bad value {matrix!r}: expected {', '.join(MATRICES)}", "matrix")
@@ -199,7 +205,8 @@ def matrix_pairs(matrix: str, hosts: Sequence[str], seed: int, stride_hosts: int
     if fan_in is not None and matrix != "incast":
         raise DatacenterError("key 'fan_in' applies only to matrix = 'incast'", "fan_in")
     if matrix == "all_to_all" and len(hosts) * (len(hosts) - 1) > MAX_GENERATED_FLOWS:
-        raise DatacenterError(f"all_to_all on {len(hosts)} hosts makes more than {MAX_GENERATED_FLOWS:,} flows", "matrix")
+        message = f"all_to_all on {len(hosts)} hosts makes more than {MAX_GENERATED_FLOWS:,} flows"
+        raise DatacenterError(message, "matrix")
     if matrix == "stride" and stride_hosts is None:
         raise DatacenterError("matrix 'stride' needs key 'stride'", "stride")
     if matrix == "incast" and fan_in is None:

@@ -164,7 +164,11 @@ def _hop_bandwidth(g: nx.Graph, u: str, v: str) -> int:
 
 
 def _tiers(
-    defaults: dict[str, Any], tiers: dict[str, dict[str, Any]] | None, names: tuple[str, ...], oversubscription: float, call: str
+    defaults: dict[str, Any],
+    tiers: dict[str, dict[str, Any]] | None,
+    names: tuple[str, ...],
+    oversubscription: float,
+    call: str,
 ) -> dict[str, dict[str, Any]]:
     """Each tier's link keys (scenario keys), keyword arguments translated and checked once."""
     from .datacenter import DatacenterError, tier_keys
@@ -184,7 +188,9 @@ def _tiers(
     return keys
 
 
-def _fabric_network(net: Network | None, name: str, seed: int, duration: str, forwarding: str, simulation: dict) -> Network:
+def _fabric_network(
+    net: Network | None, name: str, seed: int, duration: str, forwarding: str, simulation: dict
+) -> Network:
     if net is not None:
         return net
     return Network(name, seed=seed, duration=duration, forwarding=forwarding, **simulation)

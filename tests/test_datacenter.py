@@ -313,3 +313,17 @@ def test_a_lost_retransmission_holds_a_reference_flow_for_the_rfc6298_minimum_rt
         done[min_rto] = list(mpsim.run(net.to_scenario()).summary["flows"].values())
     assert all(f["completion_time_s"] > 1.0 and f["subflows"][0]["timeouts"] >= 1 for f in done[None])
     assert all(f["completion_time_s"] < 0.05 for f in done["2ms"])
+
+
+def test_the_same_seed_gives_the_same_fabric_run_and_another_seed_another(tmp_path):
+    pytest.importorskip("mpsim._core")
+    import mpsim
+
+    overrides = {"traffic.size": "1MB", "traffic.min_rto": "2ms", "record.paths": True}
+    runs = []
+    for seed in (1, 1, 2):
+        sc = load_scenario(scenario_file(tmp_path, seed=seed), overrides=overrides)
+        summary = mpsim.run(sc).summary
+        runs.append({k: v for k, v in summary.items() if k not in ("wall_time_s", "mpsim_version")})
+    assert runs[0] == runs[1]
+    assert runs[0]["paths"] != runs[2]["paths"]

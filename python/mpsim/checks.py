@@ -214,6 +214,8 @@ def random_sources(scenario: Scenario) -> list[str]:
         getattr(node, "forwarding", None) == "ecmp" for node in scenario.nodes
     ):
         found.append("forwarding: ecmp")
+    if getattr(scenario, "traffic", None) is not None and scenario.traffic.seed is None:
+        found.append(f"traffic: the {scenario.traffic.matrix} matrix")
     return list(dict.fromkeys(found))
 
 
@@ -260,9 +262,12 @@ class _Checker:
         self.nodes = {node.name: node for node in scenario.nodes}
         self.links = {link.name: link for link in scenario.links}
         self.links_of: dict[str, list[str]] = defaultdict(list)
+        self.first_link: dict[str, Link] = {}
         for link in scenario.links:
             for end in set(link.between):
                 self.links_of[end].append(link.name or "")
+                self.first_link.setdefault(end, link)
+        self._fabric: dict[str, str] | None = None
 
     def add(self, loc: Loc, message: str) -> None:
         self.problems.append((loc, message))
@@ -411,29 +416,37 @@ class _Checker:
     def _has_path(self, flow: Flow) -> bool:
         """Whether packets from the client reach the server's address (on its
         first link, as the engine addresses it) through forwarding nodes only."""
-        server_link = next(lk for lk in self.sc.links if flow.server in lk.between)
-        entry = _other_end(server_link, flow.server)
+        entry = _other_end(self.first_link[flow.server], flow.server)
         usable = flow.client_interfaces if flow.client_interfaces is not None else self.links_of[flow.client]
         if not all(name in self.links_of[flow.client] for name in usable):
             return True  # a bad interface name is the error to report
         starts = [_other_end(self.links[name], flow.client) for name in usable]
         if flow.server in starts:
             return True
-        forwarding = {name for name, node in self.nodes.items() if node.kind != "host"}
-        if entry not in forwarding:
+        fabric = self._fabric_components()
+        if entry not in fabric:
             return False
-        seen = {n for n in starts if n in forwarding}
-        todo = list(seen)
-        while todo:
-            node = todo.pop()
-            if node == entry:
-                return True
-            for name in self.links_of.get(node, []):
-                nxt = _other_end(self.links[name], node)
-                if nxt in forwarding and nxt not in seen:
-                    seen.add(nxt)
-                    todo.append(nxt)
-        return False
+        return any(fabric.get(start) == fabric[entry] for start in starts)
+
+    def _fabric_components(self) -> dict[str, str]:
+        """Forwarding node -> a representative of its connected component among
+        forwarding nodes; computed once, so the path check is linear in the flows."""
+        if self._fabric is not None:
+            return self._fabric
+        parent = {name: name for name, node in self.nodes.items() if node.kind != "host"}
+
+        def root(name: str) -> str:
+            while parent[name] != name:
+                parent[name] = parent[parent[name]]  # path halving
+                name = parent[name]
+            return name
+
+        for link in self.sc.links:
+            a, b = link.between
+            if a in parent and b in parent:
+                parent[root(a)] = root(b)
+        self._fabric = {name: root(name) for name in parent}
+        return self._fabric
 
     def _check_flow_keys(self, i: int, flow: Flow) -> None:
         keys = flow.keys_set()

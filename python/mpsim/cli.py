@@ -510,6 +510,7 @@ def reproduce_command(
     jobs: Annotated[int | None, typer.Option("--jobs", help="Local worker processes (default: all cores).", min=1)] = None,
     cluster: Annotated[str | None, typer.Option("--cluster", help="Run on a Dask scheduler at ADDRESS.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default out/PAPER).")] = None,
+    k: Annotated[int | None, typer.Option("--k", help="FatTree size (raiciu2011; default 8).", min=4)] = None,
 ) -> None:
     """Rerun a paper's experiments: figures, data, and its claims checked (claims.md, claims.json)."""
     from .reproduce import ReproductionError, available, reproduce
@@ -523,7 +524,7 @@ def reproduce_command(
     try:
         claims = reproduce(
             paper, folder, quick=quick, seeds=seeds, jobs=jobs, cluster=cluster,
-            progress=lambda step: human.print(f"[dim]{paper}: {step}[/dim]"),
+            progress=lambda step: human.print(f"[dim]{paper}: {step}[/dim]"), options={"k": k},
         )  # fmt: skip
     except ReproductionError as exc:
         _fail(str(exc))

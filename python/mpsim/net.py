@@ -152,6 +152,10 @@ class Network:
         self._nodes: list[dict] = []
         self._links: list[dict] = []
         self._flows: list[dict] = []
+        # Name -> index of the tables above, so each call is O(1) and building is linear.
+        self._node_index: dict[str, int] = {}
+        self._link_index: dict[str, int] = {}
+        self._flow_index: dict[str, int] = {}
         self._record: dict = {}
         self._controller: dict | None = None
         self._labels: dict[Loc, str] = {("simulation",): call}
@@ -164,13 +168,14 @@ class Network:
     def add_node(self, name: str, kind: str = "host", forwarding: str | None = None) -> str:
         """Add a node of the given kind (a switch or router may set its own `forwarding`); returns its name."""
         call = _call(f"add_{kind}" if kind in ("host", "switch", "router") else "add_node", name)
-        if any(n["name"] == name for n in self._nodes):
+        if name in self._node_index:
             raise ScenarioError(f"node name '{name}' is already used", file=call, key="name")
         entry = {"name": name, "kind": kind}
         if forwarding is not None:
             entry["forwarding"] = forwarding
         _check_entry(Node, entry, call, {})
         self._labels[("node", len(self._nodes))] = call
+        self._node_index[name] = len(self._nodes)
         self._nodes.append(entry)
         return name
 
@@ -199,34 +204,34 @@ class Network:
         """Add a full-duplex link; returns its name (default `a-b`, made unique)."""
         call = _call("add_link", a, b)
         for end in (a, b):
-            if not any(n["name"] == end for n in self._nodes):
+            if end not in self._node_index:
                 raise ScenarioError(f"unknown node '{end}'", file=call, key="between")
         kwargs = {"bw": bw, "delay": delay, "queue": queue, "loss": loss, **overrides}
         keys, used = to_scenario_keys(kwargs, Link, call)
         name = name or self._free_link_name(f"{a}-{b}")
-        if any(lk["name"] == name for lk in self._links):
+        if name in self._link_index:
             raise ScenarioError(f"link name '{name}' is already used", file=call, key="name")
         entry = {"name": name, "between": [a, b], **keys}
         if "bandwidth" not in entry and "bandwidth_trace" not in entry:
             raise ScenarioError("missing bandwidth: give bw='10Mbps' or bw_mbps=10", file=call, key="bw")
         _check_entry(Link, entry, call, used)
         self._labels[("link", len(self._links))] = call
+        self._link_index[name] = len(self._links)
         self._links.append(entry)
         return name
 
     def _free_link_name(self, base: str) -> str:
-        taken = {lk["name"] for lk in self._links}
-        if base not in taken:
+        if base not in self._link_index:
             return base
         n = 2
-        while f"{base}-{n}" in taken:
+        while f"{base}-{n}" in self._link_index:
             n += 1
         return f"{base}-{n}"
 
     def link_event(self, link: str, at: str | None = None, up: bool | None = None, **changes: Any) -> None:
         """Schedule a change of a link (`up`, `bandwidth`, `delay`, `loss`, `queue`, `jitter`, `backup`, `direction`)."""
         call = _call("link_event", link)
-        index = next((i for i, lk in enumerate(self._links) if lk["name"] == link), None)
+        index = self._link_index.get(link)
         if index is None:
             raise ScenarioError(f"unknown link '{link}'", file=call, key="link")
         keys, used = to_scenario_keys({"at": at, "up": up, **changes}, LinkEvent, call)
@@ -256,17 +261,84 @@ class Network:
         """
         call = _call("add_flow", client, server)
         for role, node in (("client", client), ("server", server)):
-            if not any(n["name"] == node for n in self._nodes):
+            if node not in self._node_index:
                 raise ScenarioError(f"unknown node '{node}'", file=call, key=role)
         keys, used = to_scenario_keys({"cc": cc, "size": size, **kw}, Flow, call)
         name = name or f"flow{len(self._flows) + 1}"
-        if any(f["name"] == name for f in self._flows):
+        if name in self._flow_index:
             raise ScenarioError(f"flow name '{name}' is already used", file=call, key="name")
         entry = {"name": name, "transport": transport, "client": client, "server": server, "app": app, **keys}
         _check_entry(Flow, entry, call, used)
         self._labels[("flow", len(self._flows))] = call
+        self._flow_index[name] = len(self._flows)
         self._flows.append(entry)
         return name
+
+    # ---------------------------------------------------------- generated tables
+
+    def hosts(self) -> list[str]:
+        """The host names, in the order they were added."""
+        return [n["name"] for n in self._nodes if n["kind"] == "host"]
+
+    def add_tables(self, nodes: list[dict], links: list[dict], call: str) -> None:
+        """Append generated node and link tables (scenario keys, already named)
+        in one step; they are validated with the rest by `to_scenario`, and
+        their errors name `call`. Linear in what is added."""
+        for entry in nodes:
+            if entry["name"] in self._node_index:
+                raise ScenarioError(f"node name '{entry['name']}' is already used", file=call, key="name")
+            self._labels[("node", len(self._nodes))] = call
+            self._node_index[entry["name"]] = len(self._nodes)
+            self._nodes.append(entry)
+        for entry in links:
+            for end in entry["between"]:
+                if end not in self._node_index:
+                    raise ScenarioError(f"unknown node '{end}'", file=call, key="between")
+            if entry["name"] in self._link_index:
+                raise ScenarioError(f"link name '{entry['name']}' is already used", file=call, key="name")
+            self._labels[("link", len(self._links))] = call
+            self._link_index[entry["name"]] = len(self._links)
+            self._links.append(entry)
+
+    def add_traffic(
+        self,
+        matrix: str = "permutation",
+        *,
+        seed: int | None = None,
+        stride: int | None = None,
+        fan_in: int | None = None,
+        hosts: list[str] | None = None,
+        prefix: str | None = None,
+        transport: str = "tcp",
+        app: str = "download",
+        **kw: Any,
+    ) -> list[str]:
+        """One flow per pair of a traffic matrix (`permutation`, `random`, `incast`
+        with `fan_in`, `all_to_all`, `stride` with `stride`) over `hosts` (default:
+        every host), placed by `seed` (default: the scenario's). Other keyword
+        arguments are flow keys, as for `add_flow`; returns the flow names
+        (`client-server`, or `prefix` and a number)."""
+        from .datacenter import DatacenterError, flow_tables, matrix_pairs
+
+        call = _call("add_traffic", matrix)
+        keys, used = to_scenario_keys(kw, Flow, call)
+        chosen = self.hosts() if hosts is None else list(hosts)
+        for host in chosen:
+            if host not in self._node_index:
+                raise ScenarioError(f"unknown node '{host}'", file=call, key="hosts")
+        try:
+            pairs = matrix_pairs(matrix, chosen, self._simulation["seed"] if seed is None else seed, stride, fan_in)
+        except DatacenterError as exc:
+            raise ScenarioError(str(exc), file=call, key=exc.key) from None
+        entries = flow_tables(pairs, {"transport": transport, "app": app, **keys}, prefix)
+        _check_entry(Flow, entries[0], call, used)
+        for entry in entries:
+            if entry["name"] in self._flow_index:
+                raise ScenarioError(f"flow name '{entry['name']}' is already used", file=call, key="name")
+            self._labels[("flow", len(self._flows))] = call
+            self._flow_index[entry["name"]] = len(self._flows)
+            self._flows.append(entry)
+        return [e["name"] for e in entries]
 
     # ---------------------------------------------------------- the rest
 
@@ -293,6 +365,10 @@ class Network:
 
     def to_dict(self) -> dict[str, Any]:
         """The scenario as plain data, shaped like a scenario file."""
+        return copy.deepcopy(self._data())
+
+    def _data(self) -> dict[str, Any]:
+        """`to_dict` without the copy (shares this builder's tables)."""
         data: dict[str, Any] = {"format": 1, "name": self.name}
         if self._description:
             data["description"] = self._description
@@ -304,12 +380,13 @@ class Network:
             data["controller"] = self._controller
         if self._record:
             data["record"] = self._record
-        return copy.deepcopy(data)
+        return data
 
     def to_scenario(self, overrides: dict[str, Any] | list[str] | None = None) -> Scenario:
         """The validated Scenario, exactly as if read from an equivalent file."""
+        # scenario_from_dict copies what it keeps, so the tables need no copy here.
         return scenario_from_dict(
-            self.to_dict(), file=_call("Network", self.name), overrides=overrides, labels=dict(self._labels)
+            self._data(), file=_call("Network", self.name), overrides=overrides, labels=dict(self._labels)
         )
 
     def run(self, **kwargs: Any) -> Results:

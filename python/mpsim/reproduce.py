@@ -35,7 +35,7 @@ PAPERS: dict[str, str | None] = {
     "zuhairi2022": "mpsim.reproductions.zuhairi2022",
     "khan2016": None,
     "abumohsen2021": "mpsim.reproductions.abumohsen2021",
-    "raiciu2011": None,
+    "raiciu2011": "mpsim.reproductions.raiciu2011",
 }
 CLAIMS_JSON = "claims.json"
 CLAIMS_MD = "claims.md"
@@ -80,6 +80,8 @@ class Context:
     cluster: Any = None
     progress: Callable[[str], Any] | None = None
     figures: list[Path] = field(default_factory=list)
+    #: Paper options (`--k 16`): only the keys the paper module lists in its `OPTIONS`.
+    options: dict[str, Any] = field(default_factory=dict)
 
     def scenario(self, paper: str, name: str) -> Path:
         """A file of the scenario library, e.g. `ctx.scenario("hijawi2016", "fig2-mptcp.toml")`."""
@@ -138,15 +140,21 @@ def reproduce(
     jobs: int | None = None,
     cluster: Any = None,
     progress: Callable[[str], Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[Claim]:
-    """Run a reproduction into `out`; returns its claims (also in claims.json and claims.md)."""
+    """Run a reproduction into `out`; returns its claims (also in claims.json and claims.md).
+    `options` are the paper's own (raiciu2011: `k`, the FatTree size)."""
     module = _module(paper)
     if seeds is not None and seeds < 1:
         raise ReproductionError(f"--seeds: expected at least 1, got {seeds}")
+    given = {key: value for key, value in (options or {}).items() if value is not None}
+    for key in given:
+        if key not in getattr(module, "OPTIONS", ()):
+            raise ReproductionError(f"--{key}: {paper} takes no such option")
     folder = Path(out)
     _check_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    ctx = Context(folder, quick, seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS), jobs, cluster, progress)
+    ctx = Context(folder, quick, seeds or (QUICK_SEEDS if quick else DEFAULT_SEEDS), jobs, cluster, progress, options=given)
     claims = module.run(ctx)
     write_claims(folder, claims, module.PAPER, ctx)
     return claims

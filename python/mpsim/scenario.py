@@ -17,7 +17,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -49,6 +49,9 @@ from .locate import (
     toml_lines,
     yaml_lines,
 )
+
+if TYPE_CHECKING:
+    from .datacenter import Topology, Traffic
 
 FORMAT_VERSION = 1
 DEFAULT_RCVBUF_BYTES = 6291456  # Linux tcp_rmem max
@@ -559,8 +562,16 @@ class _Source:
     base_dir: Path = field(default_factory=Path)
     default_name: str = "scenario"
     labels: dict[Loc, str] = field(default_factory=dict)  # builder: table path -> call
+    # Tables [topology] and [traffic] generated: ("link", 7) -> ("topology",), where their problems belong.
+    rewrites: dict[Loc, Loc] = field(default_factory=dict)
+
+    def rewritten(self, loc: Loc) -> Loc:
+        """Where a problem of a generated table belongs: in the generator's table."""
+        target = self.rewrites.get(tuple(loc[:2]))
+        return loc if target is None else (*target, *loc[2:])
 
     def error(self, loc: Loc, message: str, applied: dict[Loc, str] | None = None) -> ScenarioError:
+        loc = self.rewritten(loc)
         for oloc, label in (applied or {}).items():
             if loc[: len(oloc)] == oloc:
                 return ScenarioError(message, file=self.file, key=label)
@@ -584,6 +595,9 @@ class Scenario(_Model):
     flows: list[Flow] = Field(default_factory=list, alias="flow")
     controller: Controller | None = None
     record: Record = Field(default_factory=Record)
+    # Generators (mpsim.datacenter), expanded into node, link and flow tables before validation.
+    topology: Topology | None = None
+    traffic: Traffic | None = None
 
     _source: _Source = PrivateAttr(default_factory=lambda: _Source(file=None))
     _raw: dict = PrivateAttr(default_factory=dict)
@@ -763,6 +777,7 @@ def _build(raw: dict, source: _Source, overrides: list[ov.Override]) -> Scenario
         applied = ov.apply(data, overrides, Scenario)
     except ScenarioError as exc:
         raise ScenarioError(exc.message, file=source.file, key=exc.key) from None
+    source = _expand_generators(data, source, applied)
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -786,7 +801,27 @@ def _build(raw: dict, source: _Source, overrides: list[ov.Override]) -> Scenario
     return scenario
 
 
+def _expand_generators(data: dict, source: _Source, applied: dict[Loc, str]) -> _Source:
+    """Nodes, links and flows of `[topology]` and `[traffic]` added to `data`;
+    the source that reports their problems at those tables."""
+    if "topology" not in data and "traffic" not in data:
+        return source
+    from dataclasses import replace
+
+    from .datacenter import expand
+
+    sim = data.get("simulation")
+    seed = sim.get("seed", 1) if isinstance(sim, dict) else 1
+    expansion, problems = expand(data, seed if isinstance(seed, int) and not isinstance(seed, bool) else 1)
+    if problems:
+        raise _first_error(source, problems, applied)
+    return replace(source, rewrites=expansion.rewrites)
+
+
 def _first_error(source: _Source, problems: list[tuple[Loc, str]], applied: dict[Loc, str]) -> ScenarioError:
+    if source.rewrites:
+        # The tables a generator made share its lines: one problem each, not one per table.
+        problems = list(dict.fromkeys((source.rewritten(loc), message) for loc, message in problems))
     loc, message = problems[0]
     if len(problems) > 1:
         more = len(problems) - 1
@@ -842,3 +877,9 @@ def _pydantic_message(err: dict) -> str:
     if kind in ("too_long", "too_short") and loc and loc[-1] == "between":
         return f"expected two node names, got {err['input']!r}"
     return str(err["msg"])
+
+
+# The generator tables subclass the models above (a Traffic is a Flow's keys plus a matrix).
+from .datacenter import Topology, Traffic  # noqa: E402
+
+Scenario.model_rebuild()

@@ -4,6 +4,11 @@
 to add traffic. `graph` turns a scenario into a networkx MultiGraph (parallel
 links stay distinct, keyed by link name) for path questions such as
 `edge_disjoint_paths` and `path_bandwidth`.
+
+`fat_tree` and `leaf_spine` return (or add to) a `Network` with a datacenter
+fabric; the traffic matrices (`permutation`, `random_pairs`, `incast`,
+`all_to_all`, `stride`) give (client, server) pairs of hosts, and
+`Network.add_traffic` turns a matrix into flows.
 """
 
 from __future__ import annotations
@@ -14,8 +19,24 @@ from typing import Any
 
 import networkx as nx
 
+from .datacenter import (
+    FAT_TREE_TIERS,
+    LEAF_SPINE_TIERS,
+    all_to_all,
+    incast,
+    matrix_pairs,
+    permutation,
+    random_pairs,
+    stride,
+)
+from .errors import ScenarioError
 from .net import Network
 from .scenario import Scenario
+
+__all__ = [
+    "all_to_all", "dumbbell", "edge_disjoint_paths", "fat_tree", "graph", "incast", "leaf_spine",
+    "matrix_pairs", "path_bandwidth", "permutation", "random_pairs", "stride", "two_path",
+]  # fmt: skip
 
 
 def dumbbell(
@@ -137,3 +158,112 @@ def _hop_bandwidth(g: nx.Graph, u: str, v: str) -> int:
     if g.is_multigraph():
         return max(edge["bandwidth_bps"] for edge in data.values())
     return data["bandwidth_bps"]
+
+
+# ------------------------------------------------------------ datacenter fabrics
+
+
+def _tiers(
+    defaults: dict[str, Any],
+    tiers: dict[str, dict[str, Any]] | None,
+    names: tuple[str, ...],
+    oversubscription: float,
+    call: str,
+) -> dict[str, dict[str, Any]]:
+    """Each tier's link keys (scenario keys), keyword arguments translated and checked once."""
+    from .datacenter import DatacenterError, tier_keys
+    from .net import _check_entry, to_scenario_keys
+    from .scenario import Link
+
+    base, _ = to_scenario_keys(defaults, Link, call)
+    own = {}
+    for tier, kw in (tiers or {}).items():
+        own[tier], _ = to_scenario_keys(kw, Link, f"{call} tier {tier!r}")
+    try:
+        keys = tier_keys(base, own, names, oversubscription)
+    except DatacenterError as exc:
+        raise ScenarioError(str(exc), file=call, key=exc.key) from None
+    for tier, entry in keys.items():
+        _check_entry(Link, {"between": ["a", "b"], **entry}, f"{call} tier {tier!r}", {})
+    return keys
+
+
+def _fabric_network(
+    net: Network | None, name: str, seed: int, duration: str, forwarding: str, simulation: dict
+) -> Network:
+    if net is not None:
+        return net
+    return Network(name, seed=seed, duration=duration, forwarding=forwarding, **simulation)
+
+
+def fat_tree(
+    k: int,
+    bandwidth: str = "10Gbps",
+    delay: str = "1us",
+    queue: str = "100pkt",
+    oversubscription: float = 1.0,
+    *,
+    tiers: dict[str, dict[str, Any]] | None = None,
+    net: Network | None = None,
+    name: str = "fat-tree",
+    seed: int = 1,
+    duration: str = "1s",
+    forwarding: str = "ecmp",
+    **simulation: Any,
+) -> Network:
+    """A k-ary FatTree (Al-Fares et al., SIGCOMM 2008): k^3/4 hosts `h{pod}_{edge}_{i}`,
+    switches `edge{pod}_{e}`, `agg{pod}_{a}`, `core{c}`, links named `a-b`.
+
+    `bandwidth`, `delay` and `queue` apply to every link; `tiers` overrides
+    them per tier (`host`: host to edge, `aggregation`: edge to aggregation,
+    `core`: aggregation to core) with `add_link` keywords, e.g.
+    `tiers={"core": {"bw": "40Gbps"}}`. `oversubscription` divides the
+    bandwidth of the two upper tiers (unless a tier sets its own). Added to
+    `net` if given, else to a new Network with ECMP forwarding (further
+    keyword arguments are its `[simulation]` keys, as for `Network`).
+    """
+    from .datacenter import DatacenterError, fat_tree_tables
+
+    call = f"fat_tree({k!r})"
+    keys = _tiers({"bw": bandwidth, "delay": delay, "queue": queue}, tiers, FAT_TREE_TIERS, oversubscription, call)
+    try:
+        fab = fat_tree_tables(k, keys)
+    except DatacenterError as exc:
+        raise ScenarioError(str(exc), file=call, key=exc.key) from None
+    out = _fabric_network(net, name, seed, duration, forwarding, simulation)
+    out.add_tables(fab.nodes, fab.links, call)
+    return out
+
+
+def leaf_spine(
+    leaves: int,
+    spines: int,
+    hosts_per_leaf: int,
+    bandwidth: str = "10Gbps",
+    delay: str = "1us",
+    queue: str = "100pkt",
+    oversubscription: float = 1.0,
+    *,
+    tiers: dict[str, dict[str, Any]] | None = None,
+    net: Network | None = None,
+    name: str = "leaf-spine",
+    seed: int = 1,
+    duration: str = "1s",
+    forwarding: str = "ecmp",
+    **simulation: Any,
+) -> Network:
+    """Leaves `leaf{l}` with hosts `h{l}_{i}`, every leaf linked to every spine `spine{s}`.
+
+    Tiers `host` (host to leaf) and `spine` (leaf to spine); otherwise as `fat_tree`.
+    """
+    from .datacenter import DatacenterError, leaf_spine_tables
+
+    call = f"leaf_spine({leaves!r}, {spines!r}, {hosts_per_leaf!r})"
+    keys = _tiers({"bw": bandwidth, "delay": delay, "queue": queue}, tiers, LEAF_SPINE_TIERS, oversubscription, call)
+    try:
+        fab = leaf_spine_tables(leaves, spines, hosts_per_leaf, keys)
+    except DatacenterError as exc:
+        raise ScenarioError(str(exc), file=call, key=exc.key) from None
+    out = _fabric_network(net, name, seed, duration, forwarding, simulation)
+    out.add_tables(fab.nodes, fab.links, call)
+    return out

@@ -5,6 +5,7 @@ with the reason elsewhere."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -306,3 +307,60 @@ def test_a_multihomed_server_announces_its_other_address(tmp_path):
     plan = make_plan(scenario(tmp_path, text), "t")
     assert "mptcp endpoint add 10.0.2.2 dev core2 signal" in plan.ip["t-s"]
     assert "mptcp limits set subflows 2 add_addr_accepted 1" in plan.ip["t-c"]
+
+
+# ------------------------------------------------------------ record.pcap
+
+
+def test_a_capture_is_rebased_to_the_runs_clock_and_cut_to_its_span():
+    from mpsim.kernel.capture import rebase
+    import struct
+    header = struct.pack(">IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)  # big-endian, as another host writes
+    frames = [(99, 999_999_999, b"early"), (100, 5, b"first"), (101, 0, b"second"), (103, 0, b"late")]
+    data = header + b"".join(struct.pack(">4I", s, ns, len(b), len(b)) + b for s, ns, b in frames)
+    out, n = rebase(data, zero_ns=100 * 10**9, end_ns=102 * 10**9)
+    assert n == 2 and struct.unpack_from("<I", out, 0)[0] == 0xA1B23C4D
+    assert struct.unpack_from("<4I", out, 24) == (0, 5, 5, 5) and out[40:45] == b"first"
+    assert struct.unpack_from("<4I", out, 45) == (1, 0, 6, 6) and out[61:] == b"second"
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("tcpdump") is None or shutil.which("tshark") is None,
+                    reason="tcpdump and tshark are needed")
+def test_a_kernel_capture_has_the_simulators_layout_and_tshark_sees_mptcp(tmp_path):
+    s = resolve_scenario(SCENARIOS / "mptcp-two-path.toml",
+                         overrides={"simulation.duration": "2s", "record.pcap": ["client:a", "client:b"]})
+    r = run(s, backend="kernel", out=tmp_path / "k")
+    for name, path in (("client:a", "client-a.pcap"), ("client:b", "client-b.pcap")):
+        data = (tmp_path / "k" / path).read_bytes()
+        assert data[:4] == bytes.fromhex("4d3cb2a1") and r.pcaps[name] == data
+        assert r.summary["kernel"]["captures"][name]["frames"] > 100
+    fields = subprocess.run(
+        ["tshark", "-r", str(tmp_path / "k" / "client-a.pcap"), "-Y", "mptcp", "-T", "fields",
+         "-e", "frame.time_epoch", "-e", "tcp.option_kind", "-e", "tcp.options.mptcp.subtype"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    assert fields, "no MPTCP option in the capture"
+    first = fields[0].split("\t")
+    assert "30" in first[1].split(",") and first[2] == "0"  # the SYN's MP_CAPABLE
+    assert 0.0 <= float(first[0]) < 1.0  # times are from the run's start, where the download begins
+    joins = subprocess.run(["tshark", "-r", str(tmp_path / "k" / "client-b.pcap"),
+                            "-Y", "tcp.options.mptcp.subtype == 1"],
+                           capture_output=True, text=True, check=True).stdout
+    assert joins.strip(), "no MP_JOIN on the second path"
+    assert leftovers() == []
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is needed")
+def test_compare_diffs_the_payload_of_both_captures(tmp_path):
+    path = tmp_path / "s.toml"
+    text = TWO_HOSTS.replace('duration = "3s"', 'duration = "2s"')
+    text = text.replace('cc = "cubic"', 'cc = "cubic"\ncc_mode = "linux"')
+    path.write_text(text + '[record]\npcap = ["c:acc"]\n')
+    proc = subprocess.run([sys.executable, "-m", "mpsim", "compare", str(path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": PACKAGE_ROOT, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    # The download's data, server to client, seen on the client's access link by both backends.
+    row = next(line for line in proc.stdout.splitlines() if "c:acc" in line and "10.0.1.2" in line.split("│")[2])
+    sim, ker = (float(x.replace(",", "")) for x in row.split("│")[4:6])
+    assert sim > 1e6 and ker > 1e6 and abs(sim - ker) / ker < 0.1

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import MpsimError
 from ..results import Results, check_out_dir
 from ..scenario import Scenario, _first_error
-from . import collect, refuse
+from . import capture, collect, refuse
 from .plan import Plan, make_plan
 from .testbed import RUN_PREFIX, KernelSetupError, NetnsReader, Testbed, find_linkd, now_ns
 
@@ -118,6 +118,7 @@ def _run(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, progress: 
     sim = scenario.simulation
     readers = {node: NetnsReader(plan.netns[node]) for node, kind in plan.kinds.items()}
     try:
+        bed.start_captures(list(scenario.record.pcap), workdir)  # listening before time zero is fixed
         initial = {node: r.counters() for node, r in readers.items()}
         n_agents = 2 * len(scenario.flows)
         t0_ns = now_ns() + int((START_MARGIN_S + START_MARGIN_PER_AGENT_S * n_agents) * 1e9)
@@ -133,8 +134,9 @@ def _run(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, progress: 
                 proc.wait(timeout=max(0.0, (end_ns - now_ns()) / 1e9) + 3.0)
             except subprocess.TimeoutExpired:
                 pass
+        bed.stop_captures()
         return {"samples": samples, "agents": {k: _read_lines(p) for k, p in outputs.items()},
-                "duration_s": sim.duration_ps / 1e12}
+                "duration_s": sim.duration_ps / 1e12, **_captured(bed, t0_ns, end_ns)}
     finally:
         for r in readers.values():
             r.close()
@@ -224,6 +226,18 @@ def _events(bed: Testbed, plan: Plan, t0_ns: int, stop: threading.Event) -> None
             bed.apply_event(lp, lp.events[k])
         except KernelSetupError as exc:
             sys.stderr.write(f"link {lp.name}: event at {at_ps / 1e12:g}s not applied: {exc}\n")
+
+
+def _captured(bed: Testbed, t0_ns: int, end_ns: int) -> dict[str, Any]:
+    """The captures as the simulator's pcap files (times from the run's
+    start), and per interface the frames written and lost by tcpdump."""
+    offset_ns = capture.realtime_offset_ns()
+    pcaps, stats = {}, {}
+    for cap in bed.captures:
+        data = cap.path.read_bytes() if cap.path.exists() else b""
+        pcaps[cap.iface], frames = capture.rebase(data, t0_ns + offset_ns, end_ns + offset_ns)
+        stats[cap.iface] = {"frames": frames, "dropped_by_capture": cap.dropped()}
+    return {"pcaps": pcaps, "capture_stats": stats}
 
 
 def _link_counters(bed: Testbed, plan: Plan) -> dict[str, list[int]]:

@@ -34,11 +34,14 @@ def results(scenario: Scenario, plan: Plan, raw: dict[str, Any], qdisc_drops: di
         "events": None, "packet_hops": None, "flows": flows,
         "links": _links(plan, raw, qdisc_drops),
         "backend": "kernel",
-        "kernel": {"link_elements": {plan.links[i].name: s for i, s in sorted(raw.get("element_stats", {}).items())}},
+        "kernel": {"link_elements": {plan.links[i].name: s
+                                     for i, s in sorted(raw.get("element_stats", {}).items())}},
     }
-    return Results(summary, traces, provenance={"mpsim_version": __version__, "backend": "kernel",
-                                                "scenario_file": scenario._source.file, "seed": scenario.seed,
-                                                "run_id": plan.run_id})
+    if raw.get("capture_stats"):
+        summary["kernel"]["captures"] = raw["capture_stats"]
+    provenance = {"mpsim_version": __version__, "backend": "kernel", "scenario_file": scenario._source.file,
+                  "seed": scenario.seed, "run_id": plan.run_id}
+    return Results(summary, traces, pcaps=raw.get("pcaps", {}), provenance=provenance)
 
 
 def _interfaces(plan: Plan, samples: list) -> dict[str, list]:

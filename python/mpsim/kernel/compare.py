@@ -112,3 +112,26 @@ def write_figures(result: Comparison, out: Path) -> list[Path]:
         save_png(fig, path)
         written.append(path)
     return written
+
+
+def capture_rows(result: Comparison) -> list[dict[str, Any]]:
+    """Per captured interface and address pair, the payload bytes each
+    backend's capture shows (mean over seeds): per-subflow bytes from the
+    wire, the same measure for both backends."""
+    from .capture import payload_bytes
+
+    sums: dict[tuple[str, str, str], dict[str, list[int]]] = {}
+    for backend, runs in result.runs.items():
+        for r in runs:
+            for iface, data in sorted(r.pcaps.items()):
+                for (src, dst), n in payload_bytes(data).items():
+                    sums.setdefault((iface, src, dst), {"simulator": [], "kernel": []})[backend].append(n)
+    rows = []
+    for (iface, src, dst), values in sorted(sums.items()):
+        sim = sum(values["simulator"]) / max(1, len(result.runs["simulator"]))
+        ker = sum(values["kernel"]) / max(1, len(result.runs["kernel"]))
+        if sim == 0 and ker == 0:
+            continue
+        rows.append({"interface": iface, "source": src, "destination": dst, "simulator_bytes": sim,
+                     "kernel_bytes": ker, "difference_frac": (sim - ker) / ker if ker else None})
+    return rows

@@ -8,6 +8,7 @@ anyway are accepted; everything else the kernel cannot express is refused.
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 from ..scenario import Flow, Link, Scenario
@@ -52,8 +53,8 @@ def problems(scenario: Scenario) -> list[Problem]:
     found += _shared_path_managers(scenario)
     if scenario.controller is not None:
         found.append((("controller", "app"), "SDN controllers have no kernel counterpart; run it in the simulator"))
-    if scenario.record.pcap:
-        found.append((("record", "pcap"), "capture is not implemented by the kernel backend yet"))
+    if scenario.record.pcap and shutil.which("tcpdump") is None:
+        found.append((("record", "pcap"), "capture on the kernel needs tcpdump (package tcpdump)"))
     return found
 
 

@@ -168,6 +168,8 @@ class Agent:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, cfg["mss"])
         if cfg.get("rcvbuf"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg["rcvbuf"])
+        if cfg.get("nodelay"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if cfg.get("sndbuf"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, cfg["sndbuf"])
         return sock

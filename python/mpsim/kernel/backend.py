@@ -27,6 +27,9 @@ BASE_PORT = 5001
 # Agents start (a Python interpreter each) before the run's time zero.
 START_MARGIN_S = 0.6
 START_MARGIN_PER_AGENT_S = 0.08
+# Diagnosis only: agents set TCP_NODELAY (the simulator has no Nagle). Linux
+# apps send with Nagle unless they ask; the comparison keeps Linux's default.
+NODELAY_ENV = "MPSIM_KERNEL_NODELAY"
 
 
 class KernelUnavailableError(MpsimError, RuntimeError):
@@ -195,6 +198,7 @@ def _agent_config(plan: Plan, scenario: Scenario, i: int, t0_ns: int, end_ns: in
         "request_bytes": (flow.request_size_bytes or 100) if is_http else 9,
         "mss": flow.mss_bytes, "rcvbuf": flow.rcvbuf_bytes, "sndbuf": flow.sndbuf_bytes,
         "receiver": False, "record_subflows": scenario.record.subflows,
+        "nodelay": os.environ.get(NODELAY_ENV, "") not in ("", "0"),
     }
 
 

@@ -112,7 +112,7 @@ def test_mptcp_endpoints_and_limits_come_from_the_path_manager_keys():
     [
         ('cc = "cubic"', 'cc = "lia"', "flow[0].cc", "coupled controller 'lia'"),
         ('cc = "cubic"', 'cc = "cubic"\nscheduler = "roundrobin"', "flow[0].scheduler", "'roundrobin'"),
-        ('path_manager = "endpoints"', 'path_manager = "ndiffports"', "flow[0].path_manager", "ndiffports"),
+        ('cc = "cubic"', 'cc = "cubic"\nscheduler = "redundant"', "flow[0].scheduler", "'redundant'"),
         ('queue = "100pkt"', 'queue = "100pkt"\nqdisc = "codel"', "link[0].qdisc", "qdisc 'codel'"),
         ('queue = "100pkt"', 'queue = "100pkt"\nmtu = "9000B"', "link[0].mtu", "1500 B MTU"),
         ("[record]", '[controller]\napp = "shortest"\n[record]', "controller.app", "SDN controllers"),
@@ -364,3 +364,91 @@ def test_compare_diffs_the_payload_of_both_captures(tmp_path):
     row = next(line for line in proc.stdout.splitlines() if "c:acc" in line and "10.0.1.2" in line.split("│")[2])
     sim, ker = (float(x.replace(",", "")) for x in row.split("│")[4:6])
     assert sim > 1e6 and ker > 1e6 and abs(sim - ker) / ker < 0.1
+
+
+
+# ------------------------------------------------------------ apps and ndiffports
+
+UDP_KEYS = 'transport = "udp"\napp = "cbr"\nrate = "2Mbps"\npacket = "1000B"'
+UDP = TWO_HOSTS.replace('cc = "cubic"', UDP_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "words"),
+    [
+        ('packet = "1000B"', 'packet = "1400B"\nstop = "1s"', None, None),
+        ('packet = "1000B"', 'packet = "1473B"', "flow[0].packet", "fragmented on the kernel's 1500 B MTU"),
+        ('packet = "1000B"', "", "flow[0].packet", "the default is 1500 B"),
+        ('app = "cbr"', 'app = "onoff"\non = "1s"\noff = "1s"', None, None),
+        (UDP_KEYS, 'cc = "cubic"\napp = "onoff"\non = "1s"\noff = "1s"', "flow[0].on_app", "its send buffer drains"),
+        (UDP_KEYS, 'cc = "cubic"\napp = "video"', None, None),
+    ],
+)
+def test_datagrams_video_and_on_off_are_run_or_refused_in_one_line(tmp_path, old, new, key, words):
+    text = UDP.replace(old, new, 1)
+    s = scenario(tmp_path, text)
+    if key is None:
+        check_kernel_runnable(s)
+        return
+    with pytest.raises(ScenarioError) as err:
+        check_kernel_runnable(s)
+    lines = text.splitlines()
+    # The key's own line, or the flow's when the value is a default.
+    named = [i for i, x in enumerate(lines) if x.startswith(key.split(".")[-1] + " =")]
+    line = (named[0] if named else lines.index("[[flow]]")) + 1
+    assert str(err.value).startswith(f"{s._source.file}:{line}: {key}: kernel backend: "), str(err.value)
+    assert words in str(err.value)
+
+
+def test_ndiffports_becomes_signal_endpoints_with_ports_on_the_servers_address(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\ntransport = "mptcp"\npath_manager = "ndiffports"\n'
+                             'subflows = 3')
+    plan = make_plan(scenario(tmp_path, text), "t")
+    assert plan.ip["t-s"][-3:] == ["mptcp limits set subflows 2 add_addr_accepted 2",
+                                   "mptcp endpoint add 10.0.1.2 port 20001 signal",
+                                   "mptcp endpoint add 10.0.1.2 port 20002 signal"]
+    assert "mptcp limits set subflows 2 add_addr_accepted 2" in plan.ip["t-c"]
+    assert not any("endpoint" in line for line in plan.ip["t-c"])
+    client2 = '[[node]]\nname = "c2"\n[[link]]\nname = "acc2"\nbetween = ["c2", "r"]\nbandwidth = "8Mbps"\n[[link]]'
+    two = (text.replace('[[link]]', client2, 1)
+           + '[[flow]]\nname = "g"\nclient = "c2"\nserver = "s"\ntransport = "mptcp"\ncc = "cubic"\n')
+    with pytest.raises(ScenarioError, match="other ndiffports settings"):
+        check_kernel_runnable(scenario(tmp_path, two))
+
+
+@needs_kernel
+def test_cbr_over_udp_sends_at_its_rate_like_the_simulator(tmp_path):
+    s = scenario(tmp_path, UDP.replace('packet = "1000B"', 'packet = "1000B"\nstart = "0.5s"\nstop = "2.5s"'))
+    kernel, sim = run_kernel(s), run(s)
+    k, m = kernel.summary["flows"]["f"], sim.summary["flows"]["f"]
+    assert m["sent_bytes"] == 500_000  # 250 datagrams a second for 2 s
+    assert abs(k["sent_bytes"] - m["sent_bytes"]) <= 2 * 1000 and k["bytes_delivered"] == k["sent_bytes"]
+    assert kernel.summary["links"]["acc"]["a_to_b"]["bytes"] == pytest.approx(k["sent_bytes"] / 1000 * 1042, rel=0.01)
+
+
+@needs_kernel
+def test_on_off_cbr_sends_only_in_its_on_periods(tmp_path):
+    text = UDP.replace('duration = "3s"', 'duration = "4s"')
+    text = text.replace('app = "cbr"', 'app = "onoff"\non = "1s"\noff = "1s"')
+    r = run_kernel(scenario(tmp_path, text))
+    tx = r.interfaces.query("node == 'c'").set_index("time_s")["tx_bps"]
+    assert tx[1.0] > 1.9e6 and tx[2.0] < 0.05e6 and tx[3.0] > 1.9e6 and tx[4.0] < 0.05e6, tx.to_dict()
+
+
+@needs_kernel
+def test_a_video_flow_carries_its_bitrate(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\napp = "video"\nbitrate = "2Mbps"\nchunk = "500ms"')
+    r = run_kernel(scenario(tmp_path, text))
+    # Chunks at 0, 0.5, ..., 2.5 s: six of 125 KB.
+    assert r.summary["flows"]["f"]["bytes_delivered"] == 6 * 125_000
+
+
+@needs_kernel
+def test_ndiffports_opens_its_subflows_over_one_address_pair(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\ntransport = "mptcp"\npath_manager = "ndiffports"\n'
+                             'subflows = 3')
+    r = run_kernel(scenario(tmp_path, text))
+    subflows = r.summary["flows"]["f"]["subflows"]
+    assert len(subflows) == 3
+    assert {(x["client_interface"], x["server_interface"]) for x in subflows} == {("acc", "core")}
+    assert all(x["bytes_delivered"] > 100_000 for x in subflows), subflows

@@ -18,6 +18,7 @@ from typing import Any
 from ..errors import MpsimError
 from ..results import Results, check_out_dir
 from ..scenario import Scenario, _first_error
+from ..spec import CBR_DEFAULT_PACKET_BYTES, VIDEO_DEFAULT_BITRATE_BPS, VIDEO_DEFAULT_CHUNK_PS
 from . import capture, collect, refuse
 from .plan import Plan, make_plan
 from .testbed import RUN_PREFIX, KernelSetupError, NetnsReader, Testbed, find_linkd, now_ns
@@ -153,7 +154,7 @@ def _start_agents(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, t
         procs = []
         for i, flow in enumerate(scenario.flows):
             # The receiving side counts delivered bytes: the server of an upload, else the client.
-            receiver = (flow.app == "upload") == (role == "server")
+            receiver = collect.receiving_role(flow) == role
             cfg = {**_agent_config(plan, scenario, i, t0_ns, end_ns), "role": role, "receiver": receiver}
             path = workdir / f"{i}-{role}.jsonl"
             host = flow.server if role == "server" else flow.client
@@ -162,6 +163,22 @@ def _start_agents(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, t
         if role == "server":
             _wait_ready([outputs[(f.name or f"flow{i}", "server")] for i, f in enumerate(scenario.flows)], procs)
     return outputs
+
+
+def _app_config(flow: Any) -> dict[str, Any]:
+    """The datagram, on/off and video parameters, with the simulator's
+    defaults (spec.py `app_spec`)."""
+    cfg: dict[str, Any] = {}
+    if flow.transport == "udp":
+        packet = flow.packet_bytes or CBR_DEFAULT_PACKET_BYTES
+        cfg.update(packet_bytes=packet, interval_ns=packet * 8 * 1e9 / flow.rate_bps)
+    if flow.app == "onoff":
+        cfg.update(on_ns=flow.on_ps // 1000, off_ns=(flow.off_ps or 0) // 1000)
+    if flow.app == "video":
+        bitrate = flow.bitrate_bps if flow.bitrate_bps is not None else VIDEO_DEFAULT_BITRATE_BPS
+        chunk_ps = flow.chunk_ps if flow.chunk_ps is not None else VIDEO_DEFAULT_CHUNK_PS
+        cfg.update(chunk_bytes=max(1, round(bitrate / 8 * chunk_ps / 1e12)), chunk_ns=chunk_ps // 1000)
+    return cfg
 
 
 def _wait_ready(paths: list[Path], procs: list[subprocess.Popen]) -> None:
@@ -199,6 +216,7 @@ def _agent_config(plan: Plan, scenario: Scenario, i: int, t0_ns: int, end_ns: in
         "mss": flow.mss_bytes, "rcvbuf": flow.rcvbuf_bytes, "sndbuf": flow.sndbuf_bytes,
         "receiver": False, "record_subflows": scenario.record.subflows,
         "nodelay": os.environ.get(NODELAY_ENV, "") not in ("", "0"),
+        **_app_config(flow),
     }
 
 

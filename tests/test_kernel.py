@@ -452,3 +452,18 @@ def test_ndiffports_opens_its_subflows_over_one_address_pair(tmp_path):
     assert len(subflows) == 3
     assert {(x["client_interface"], x["server_interface"]) for x in subflows} == {("acc", "core")}
     assert all(x["bytes_delivered"] > 100_000 for x in subflows), subflows
+
+
+
+def test_tcp_info_is_read_at_the_kernels_offsets():
+    from mpsim.kernel.agent import TCP_INFO_BYTES, parse_tcp_info
+    import struct
+    raw = bytearray(TCP_INFO_BYTES)
+    raw[0] = 1  # established
+    # rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans (include/uapi/linux/tcp.h)
+    struct.pack_into("=8I", raw, 8, 204000, 40000, 1448, 536, 30, 5, 2, 1)
+    struct.pack_into("=I", raw, 68, 21000)  # rtt, us
+    struct.pack_into("=2I", raw, 76, 20, 40)  # snd_ssthresh, snd_cwnd
+    info = parse_tcp_info(bytes(raw))
+    assert info["bytes_in_flight"] == (30 - 5 - 2 + 1) * 1448
+    assert info["cwnd_bytes"] == 40 * 1448 and info["ssthresh_bytes"] == 20 * 1448 and info["srtt_s"] == 0.021

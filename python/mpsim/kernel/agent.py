@@ -65,7 +65,8 @@ def parse_tcp_info(raw: bytes) -> dict:
     """The fields of struct tcp_info (include/uapi/linux/tcp.h) the tables use."""
     raw = raw.ljust(TCP_INFO_BYTES, b"\0")
     state, ca_state = raw[0], raw[1]
-    snd_mss, unacked, sacked, lost, retrans = struct.unpack_from("=5I", raw, 16)
+    snd_mss, = struct.unpack_from("=I", raw, 16)
+    unacked, sacked, lost, retrans = struct.unpack_from("=4I", raw, 24)  # after rcv_mss
     rtt_us, = struct.unpack_from("=I", raw, 68)
     ssthresh, cwnd = struct.unpack_from("=2I", raw, 76)
     total_retrans, = struct.unpack_from("=I", raw, 100)

@@ -467,3 +467,13 @@ def test_tcp_info_is_read_at_the_kernels_offsets():
     info = parse_tcp_info(bytes(raw))
     assert info["bytes_in_flight"] == (30 - 5 - 2 + 1) * 1448
     assert info["cwnd_bytes"] == 40 * 1448 and info["ssthresh_bytes"] == 20 * 1448 and info["srtt_s"] == 0.021
+
+
+
+def test_compare_notes_an_mptcp_flow_left_on_the_out_of_tree_scheduler():
+    from mpsim.kernel.compare import notes
+    two_path = SCENARIOS / "mptcp-two-path.toml"
+    assert notes(resolve_scenario(two_path)) == [
+        "flow 'bulk': the simulator runs the out-of-tree default scheduler, the kernel upstream Linux's; "
+        'set scheduler = "upstream" to compare the same scheduler']
+    assert notes(resolve_scenario(two_path, overrides={"flow.bulk.scheduler": "upstream"})) == []

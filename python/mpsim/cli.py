@@ -234,6 +234,10 @@ def _compare_table(result: Any, console: Console) -> None:
                       f"{row['kernel'] / row['capacity']:.1%}" if row.get("capacity") else "-")
     console.print(table)
     _compare_captures(result, console)
+    from .kernel.compare import notes
+
+    for note in notes(result.scenario):
+        console.print(f"note: {note}", style="dim")
 
 
 def _compare_captures(result: Any, console: Console) -> None:

@@ -68,6 +68,16 @@ class Comparison:
         return total or None
 
 
+def notes(scenario: Scenario) -> list[str]:
+    """What makes the two backends run different things although the
+    scenario is the same: an MPTCP flow left on the simulator's default
+    scheduler (the out-of-tree kernel's lowest-RTT one) meets upstream
+    Linux's on the kernel."""
+    return [f"flow '{f.name}': the simulator runs the out-of-tree default scheduler, the kernel upstream Linux's; "
+            'set scheduler = "upstream" to compare the same scheduler'
+            for f in scenario.flows if f.transport == "mptcp" and f.scheduler in (None, "default")]
+
+
 def compare(scenario: Scenario, seeds: int = 1, out: Path | None = None, progress: Any = None) -> Comparison:
     from ..runner import backend_named
 

@@ -428,25 +428,26 @@ def test_cbr_over_udp_sends_at_its_rate_like_the_simulator(tmp_path):
 
 @needs_kernel
 def test_on_off_cbr_sends_only_in_its_on_periods(tmp_path):
-    text = UDP.replace('duration = "3s"', 'duration = "4s"')
-    text = text.replace('app = "cbr"', 'app = "onoff"\non = "1s"\noff = "1s"')
+    text = UDP.replace('duration = "3s"', 'duration = "2s"\nsample_interval = "500ms"')
+    text = text.replace('app = "cbr"', 'app = "onoff"\non = "500ms"\noff = "500ms"')
     r = run_kernel(scenario(tmp_path, text))
     tx = r.interfaces.query("node == 'c'").set_index("time_s")["tx_bps"]
-    assert tx[1.0] > 1.9e6 and tx[2.0] < 0.05e6 and tx[3.0] > 1.9e6 and tx[4.0] < 0.05e6, tx.to_dict()
+    assert tx[0.5] > 1.9e6 and tx[1.0] < 0.05e6 and tx[1.5] > 1.9e6 and tx[2.0] < 0.05e6, tx.to_dict()
 
 
 @needs_kernel
 def test_a_video_flow_carries_its_bitrate(tmp_path):
-    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\napp = "video"\nbitrate = "2Mbps"\nchunk = "500ms"')
+    text = TWO_HOSTS.replace('duration = "3s"', 'duration = "2s"')
+    text = text.replace('cc = "cubic"', 'cc = "cubic"\napp = "video"\nbitrate = "2Mbps"\nchunk = "500ms"')
     r = run_kernel(scenario(tmp_path, text))
-    # Chunks at 0, 0.5, ..., 2.5 s: six of 125 KB.
-    assert r.summary["flows"]["f"]["bytes_delivered"] == 6 * 125_000
+    # Chunks at 0, 0.5, 1 and 1.5 s, of 125 KB each.
+    assert r.summary["flows"]["f"]["bytes_delivered"] == 4 * 125_000
 
 
 @needs_kernel
 def test_ndiffports_opens_its_subflows_over_one_address_pair(tmp_path):
     text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\ntransport = "mptcp"\npath_manager = "ndiffports"\n'
-                             'subflows = 3')
+                             'subflows = 3').replace('duration = "3s"', 'duration = "2s"')
     r = run_kernel(scenario(tmp_path, text))
     subflows = r.summary["flows"]["f"]["subflows"]
     assert len(subflows) == 3

@@ -5,6 +5,7 @@ with the reason elsewhere."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,7 +112,7 @@ def test_mptcp_endpoints_and_limits_come_from_the_path_manager_keys():
     [
         ('cc = "cubic"', 'cc = "lia"', "flow[0].cc", "coupled controller 'lia'"),
         ('cc = "cubic"', 'cc = "cubic"\nscheduler = "roundrobin"', "flow[0].scheduler", "'roundrobin'"),
-        ('path_manager = "endpoints"', 'path_manager = "ndiffports"', "flow[0].path_manager", "ndiffports"),
+        ('cc = "cubic"', 'cc = "cubic"\nscheduler = "redundant"', "flow[0].scheduler", "'redundant'"),
         ('queue = "100pkt"', 'queue = "100pkt"\nqdisc = "codel"', "link[0].qdisc", "qdisc 'codel'"),
         ('queue = "100pkt"', 'queue = "100pkt"\nmtu = "9000B"', "link[0].mtu", "1500 B MTU"),
         ("[record]", '[controller]\napp = "shortest"\n[record]', "controller.app", "SDN controllers"),
@@ -306,3 +307,174 @@ def test_a_multihomed_server_announces_its_other_address(tmp_path):
     plan = make_plan(scenario(tmp_path, text), "t")
     assert "mptcp endpoint add 10.0.2.2 dev core2 signal" in plan.ip["t-s"]
     assert "mptcp limits set subflows 2 add_addr_accepted 1" in plan.ip["t-c"]
+
+
+# ------------------------------------------------------------ record.pcap
+
+
+def test_a_capture_is_rebased_to_the_runs_clock_and_cut_to_its_span():
+    from mpsim.kernel.capture import rebase
+    import struct
+    header = struct.pack(">IHHiIII", 0xA1B23C4D, 2, 4, 0, 0, 262144, 1)  # big-endian, as another host writes
+    frames = [(99, 999_999_999, b"early"), (100, 5, b"first"), (101, 0, b"second"), (103, 0, b"late")]
+    data = header + b"".join(struct.pack(">4I", s, ns, len(b), len(b)) + b for s, ns, b in frames)
+    out, n = rebase(data, zero_ns=100 * 10**9, end_ns=102 * 10**9)
+    assert n == 2 and struct.unpack_from("<I", out, 0)[0] == 0xA1B23C4D
+    assert struct.unpack_from("<4I", out, 24) == (0, 5, 5, 5) and out[40:45] == b"first"
+    assert struct.unpack_from("<4I", out, 45) == (1, 0, 6, 6) and out[61:] == b"second"
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("tcpdump") is None or shutil.which("tshark") is None,
+                    reason="tcpdump and tshark are needed")
+def test_a_kernel_capture_has_the_simulators_layout_and_tshark_sees_mptcp(tmp_path):
+    s = resolve_scenario(SCENARIOS / "mptcp-two-path.toml",
+                         overrides={"simulation.duration": "2s", "record.pcap": ["client:a", "client:b"]})
+    r = run(s, backend="kernel", out=tmp_path / "k")
+    for name, path in (("client:a", "client-a.pcap"), ("client:b", "client-b.pcap")):
+        data = (tmp_path / "k" / path).read_bytes()
+        assert data[:4] == bytes.fromhex("4d3cb2a1") and r.pcaps[name] == data
+        assert r.summary["kernel"]["captures"][name]["frames"] > 100
+    fields = subprocess.run(
+        ["tshark", "-r", str(tmp_path / "k" / "client-a.pcap"), "-Y", "mptcp", "-T", "fields",
+         "-e", "frame.time_epoch", "-e", "tcp.option_kind", "-e", "tcp.options.mptcp.subtype"],
+        capture_output=True, text=True, check=True).stdout.splitlines()
+    assert fields, "no MPTCP option in the capture"
+    first = fields[0].split("\t")
+    assert "30" in first[1].split(",") and first[2] == "0"  # the SYN's MP_CAPABLE
+    assert 0.0 <= float(first[0]) < 1.0  # times are from the run's start, where the download begins
+    joins = subprocess.run(["tshark", "-r", str(tmp_path / "k" / "client-b.pcap"),
+                            "-Y", "tcp.options.mptcp.subtype == 1"],
+                           capture_output=True, text=True, check=True).stdout
+    assert joins.strip(), "no MP_JOIN on the second path"
+    assert leftovers() == []
+
+
+@needs_kernel
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump is needed")
+def test_compare_diffs_the_payload_of_both_captures(tmp_path):
+    path = tmp_path / "s.toml"
+    text = TWO_HOSTS.replace('duration = "3s"', 'duration = "2s"')
+    text = text.replace('cc = "cubic"', 'cc = "cubic"\ncc_mode = "linux"')
+    path.write_text(text + '[record]\npcap = ["c:acc"]\n')
+    proc = subprocess.run([sys.executable, "-m", "mpsim", "compare", str(path)], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": PACKAGE_ROOT, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    # The download's data, server to client, seen on the client's access link by both backends.
+    row = next(line for line in proc.stdout.splitlines() if "c:acc" in line and "10.0.1.2" in line.split("│")[2])
+    sim, ker = (float(x.replace(",", "")) for x in row.split("│")[4:6])
+    assert sim > 1e6 and ker > 1e6 and abs(sim - ker) / ker < 0.1
+
+
+
+# ------------------------------------------------------------ apps and ndiffports
+
+UDP_KEYS = 'transport = "udp"\napp = "cbr"\nrate = "2Mbps"\npacket = "1000B"'
+UDP = TWO_HOSTS.replace('cc = "cubic"', UDP_KEYS)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "words"),
+    [
+        ('packet = "1000B"', 'packet = "1400B"\nstop = "1s"', None, None),
+        ('packet = "1000B"', 'packet = "1473B"', "flow[0].packet", "fragmented on the kernel's 1500 B MTU"),
+        ('packet = "1000B"', "", "flow[0].packet", "the default is 1500 B"),
+        ('app = "cbr"', 'app = "onoff"\non = "1s"\noff = "1s"', None, None),
+        (UDP_KEYS, 'cc = "cubic"\napp = "onoff"\non = "1s"\noff = "1s"', "flow[0].on_app", "its send buffer drains"),
+        (UDP_KEYS, 'cc = "cubic"\napp = "video"', None, None),
+    ],
+)
+def test_datagrams_video_and_on_off_are_run_or_refused_in_one_line(tmp_path, old, new, key, words):
+    text = UDP.replace(old, new, 1)
+    s = scenario(tmp_path, text)
+    if key is None:
+        check_kernel_runnable(s)
+        return
+    with pytest.raises(ScenarioError) as err:
+        check_kernel_runnable(s)
+    lines = text.splitlines()
+    # The key's own line, or the flow's when the value is a default.
+    named = [i for i, x in enumerate(lines) if x.startswith(key.split(".")[-1] + " =")]
+    line = (named[0] if named else lines.index("[[flow]]")) + 1
+    assert str(err.value).startswith(f"{s._source.file}:{line}: {key}: kernel backend: "), str(err.value)
+    assert words in str(err.value)
+
+
+def test_ndiffports_becomes_signal_endpoints_with_ports_on_the_servers_address(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\ntransport = "mptcp"\npath_manager = "ndiffports"\n'
+                             'subflows = 3')
+    plan = make_plan(scenario(tmp_path, text), "t")
+    assert plan.ip["t-s"][-3:] == ["mptcp limits set subflows 2 add_addr_accepted 2",
+                                   "mptcp endpoint add 10.0.1.2 port 20001 signal",
+                                   "mptcp endpoint add 10.0.1.2 port 20002 signal"]
+    assert "mptcp limits set subflows 2 add_addr_accepted 2" in plan.ip["t-c"]
+    assert not any("endpoint" in line for line in plan.ip["t-c"])
+    client2 = '[[node]]\nname = "c2"\n[[link]]\nname = "acc2"\nbetween = ["c2", "r"]\nbandwidth = "8Mbps"\n[[link]]'
+    two = (text.replace('[[link]]', client2, 1)
+           + '[[flow]]\nname = "g"\nclient = "c2"\nserver = "s"\ntransport = "mptcp"\ncc = "cubic"\n')
+    with pytest.raises(ScenarioError, match="other ndiffports settings"):
+        check_kernel_runnable(scenario(tmp_path, two))
+
+
+@needs_kernel
+def test_cbr_over_udp_sends_at_its_rate_like_the_simulator(tmp_path):
+    s = scenario(tmp_path, UDP.replace('packet = "1000B"', 'packet = "1000B"\nstart = "0.5s"\nstop = "2.5s"'))
+    kernel, sim = run_kernel(s), run(s)
+    k, m = kernel.summary["flows"]["f"], sim.summary["flows"]["f"]
+    assert m["sent_bytes"] == 500_000  # 250 datagrams a second for 2 s
+    assert abs(k["sent_bytes"] - m["sent_bytes"]) <= 2 * 1000 and k["bytes_delivered"] == k["sent_bytes"]
+    assert kernel.summary["links"]["acc"]["a_to_b"]["bytes"] == pytest.approx(k["sent_bytes"] / 1000 * 1042, rel=0.01)
+
+
+@needs_kernel
+def test_on_off_cbr_sends_only_in_its_on_periods(tmp_path):
+    text = UDP.replace('duration = "3s"', 'duration = "2s"\nsample_interval = "500ms"')
+    text = text.replace('app = "cbr"', 'app = "onoff"\non = "500ms"\noff = "500ms"')
+    r = run_kernel(scenario(tmp_path, text))
+    tx = r.interfaces.query("node == 'c'").set_index("time_s")["tx_bps"]
+    assert tx[0.5] > 1.9e6 and tx[1.0] < 0.05e6 and tx[1.5] > 1.9e6 and tx[2.0] < 0.05e6, tx.to_dict()
+
+
+@needs_kernel
+def test_a_video_flow_carries_its_bitrate(tmp_path):
+    text = TWO_HOSTS.replace('duration = "3s"', 'duration = "2s"')
+    text = text.replace('cc = "cubic"', 'cc = "cubic"\napp = "video"\nbitrate = "2Mbps"\nchunk = "500ms"')
+    r = run_kernel(scenario(tmp_path, text))
+    # Chunks at 0, 0.5, 1 and 1.5 s, of 125 KB each.
+    assert r.summary["flows"]["f"]["bytes_delivered"] == 4 * 125_000
+
+
+@needs_kernel
+def test_ndiffports_opens_its_subflows_over_one_address_pair(tmp_path):
+    text = TWO_HOSTS.replace('cc = "cubic"', 'cc = "cubic"\ntransport = "mptcp"\npath_manager = "ndiffports"\n'
+                             'subflows = 3').replace('duration = "3s"', 'duration = "2s"')
+    r = run_kernel(scenario(tmp_path, text))
+    subflows = r.summary["flows"]["f"]["subflows"]
+    assert len(subflows) == 3
+    assert {(x["client_interface"], x["server_interface"]) for x in subflows} == {("acc", "core")}
+    assert all(x["bytes_delivered"] > 100_000 for x in subflows), subflows
+
+
+
+def test_tcp_info_is_read_at_the_kernels_offsets():
+    from mpsim.kernel.agent import TCP_INFO_BYTES, parse_tcp_info
+    import struct
+    raw = bytearray(TCP_INFO_BYTES)
+    raw[0] = 1  # established
+    # rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans (include/uapi/linux/tcp.h)
+    struct.pack_into("=8I", raw, 8, 204000, 40000, 1448, 536, 30, 5, 2, 1)
+    struct.pack_into("=I", raw, 68, 21000)  # rtt, us
+    struct.pack_into("=2I", raw, 76, 20, 40)  # snd_ssthresh, snd_cwnd
+    info = parse_tcp_info(bytes(raw))
+    assert info["bytes_in_flight"] == (30 - 5 - 2 + 1) * 1448
+    assert info["cwnd_bytes"] == 40 * 1448 and info["ssthresh_bytes"] == 20 * 1448 and info["srtt_s"] == 0.021
+
+
+
+def test_compare_notes_an_mptcp_flow_left_on_the_out_of_tree_scheduler():
+    from mpsim.kernel.compare import notes
+    two_path = SCENARIOS / "mptcp-two-path.toml"
+    assert notes(resolve_scenario(two_path)) == [
+        "flow 'bulk': the simulator runs the out-of-tree default scheduler, the kernel upstream Linux's; "
+        'set scheduler = "upstream" to compare the same scheduler']
+    assert notes(resolve_scenario(two_path, overrides={"flow.bulk.scheduler": "upstream"})) == []

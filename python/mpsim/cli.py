@@ -233,6 +233,30 @@ def _compare_table(result: Any, console: Console) -> None:
                       "-" if diff is None else f"{diff:+.1%}",
                       f"{row['kernel'] / row['capacity']:.1%}" if row.get("capacity") else "-")
     console.print(table)
+    _compare_captures(result, console)
+    from .kernel.compare import notes
+
+    for note in notes(result.scenario):
+        console.print(f"note: {note}", style="dim")
+
+
+def _compare_captures(result: Any, console: Console) -> None:
+    """With `record.pcap`: the payload each capture shows per address pair, both backends."""
+    from rich.table import Table
+
+    from .kernel.compare import capture_rows
+
+    rows = capture_rows(result)
+    if not rows:
+        return
+    table = Table(title="payload bytes per captured interface and address pair (record.pcap)")
+    for col in ("interface", "from", "to", "simulator", "kernel", "sim - kernel"):
+        table.add_column(col, justify="left" if col in ("interface", "from", "to") else "right")
+    for r in rows:
+        diff = r["difference_frac"]
+        table.add_row(r["interface"], r["source"], r["destination"], f"{r['simulator_bytes']:,.0f}",
+                      f"{r['kernel_bytes']:,.0f}", "-" if diff is None else f"{diff:+.1%}")
+    console.print(table)
 
 
 def _check_targets(out: Path | None, summary: str | None) -> None:

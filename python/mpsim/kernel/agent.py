@@ -65,7 +65,8 @@ def parse_tcp_info(raw: bytes) -> dict:
     """The fields of struct tcp_info (include/uapi/linux/tcp.h) the tables use."""
     raw = raw.ljust(TCP_INFO_BYTES, b"\0")
     state, ca_state = raw[0], raw[1]
-    snd_mss, unacked, sacked, lost, retrans = struct.unpack_from("=5I", raw, 16)
+    snd_mss, = struct.unpack_from("=I", raw, 16)
+    unacked, sacked, lost, retrans = struct.unpack_from("=4I", raw, 24)  # after rcv_mss
     rtt_us, = struct.unpack_from("=I", raw, 68)
     ssthresh, cwnd = struct.unpack_from("=2I", raw, 76)
     total_retrans, = struct.unpack_from("=I", raw, 100)
@@ -157,6 +158,7 @@ class Agent:
         self.last: dict[int, list[dict]] = {}  # the last non-empty sample of each connection
         self.lock = threading.Lock()
         self.connections = 0
+        self.sent_datagram_bytes = 0
 
     def new_socket(self) -> socket.socket:
         proto = IPPROTO_MPTCP if self.mptcp else socket.IPPROTO_TCP
@@ -168,6 +170,8 @@ class Agent:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG, cfg["mss"])
         if cfg.get("rcvbuf"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, cfg["rcvbuf"])
+        if cfg.get("nodelay"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if cfg.get("sndbuf"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, cfg["sndbuf"])
         return sock
@@ -226,6 +230,7 @@ class Agent:
             senders = list(self.senders)
         final = {index: self.infos(index, sock, addrs) for index, sock, addrs in senders}
         emit({"done": True, "delivered": self.delivered, "completion_s": self.completion_s,
+              "sent_datagram_bytes": self.sent_datagram_bytes,
               "final": {str(k): v for k, v in final.items()}, "t": self.clock.now_s()})
         os._exit(0)
 
@@ -257,6 +262,9 @@ class Agent:
     # -------------------------------------------------------- server
 
     def serve(self) -> None:
+        if self.cfg["transport"] == "udp":
+            self.serve_datagrams()
+            return
         listener = self.new_socket()
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind(("0.0.0.0", self.cfg["port"]))
@@ -276,6 +284,10 @@ class Agent:
                 if head is None:
                     return
                 size, op = HEADER.unpack_from(head)
+                if op == ord("V"):
+                    self.add_sender(conn)
+                    self.video(conn)
+                    return
                 if op == ord("U"):
                     self.receive(conn, size, self.cfg["start_s"])
                     return
@@ -288,6 +300,32 @@ class Agent:
                     _drain(conn)
                     self.snapshot()  # before the close takes the subflows away
                     return
+
+    def serve_datagrams(self) -> None:
+        """The receiving end of a datagram flow: count payload bytes."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)  # a busy reader must not drop datagrams
+        sock.bind(("0.0.0.0", self.cfg["port"]))
+        threading.Thread(target=self.sample_loop, daemon=True).start()
+        emit({"ready": True})
+        buf = bytearray(65536)
+        while True:
+            self.count(sock.recv_into(buf))
+
+    def video(self, conn: socket.socket) -> None:
+        """`chunk_bytes` written every `chunk_ns`, on a schedule fixed from
+        the first write (apps.rs `Video`), until the flow stops."""
+        cfg = self.cfg
+        next_ns = time.monotonic_ns()
+        chunk = memoryview(bytes(cfg["chunk_bytes"]))
+        try:
+            while cfg["stop_ns"] is None or next_ns < cfg["stop_ns"]:
+                conn.sendall(chunk)
+                next_ns += cfg["chunk_ns"]
+                self.clock.sleep_until_ns(next_ns)
+            conn.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     # -------------------------------------------------------- client
 
@@ -309,8 +347,12 @@ class Agent:
         self.clock.sleep_until_ns(cfg["start_ns"])
         started_s = self.clock.now_s()
         emit({"started": started_s})
-        if cfg["app"] == "http":
+        if cfg["transport"] == "udp":
+            self.cbr(cfg["start_ns"])
+        elif cfg["app"] == "http":
             self.http(started_s)
+        elif cfg["app"] == "video":
+            self.watch()
         else:
             self.bulk(started_s)
         while True:  # the sampler ends the process at the end of the run
@@ -335,6 +377,43 @@ class Agent:
             sock.shutdown(socket.SHUT_WR)
             _drain(sock)
             self.snapshot()
+
+    def cbr(self, start_ns: int) -> None:
+        """Datagrams of `packet_bytes` every `interval_ns` from the start
+        (apps.rs `Cbr`), on an absolute schedule so a late wake-up does not
+        lower the rate; with `on_ns`, only in the on periods of an on/off
+        cycle that begins on (apps.rs `OnOff`)."""
+        cfg = self.cfg
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if cfg.get("bind"):
+            sock.bind((cfg["bind"], 0))
+        sock.connect((cfg["server_addr"], cfg["port"]))
+        payload = bytes(cfg["packet_bytes"])
+        on_ns, off_ns = cfg.get("on_ns"), cfg.get("off_ns") or 0
+        k = 0
+        while True:
+            at_ns = start_ns + k * cfg["interval_ns"]
+            k += 1
+            if cfg["stop_ns"] is not None and at_ns >= cfg["stop_ns"]:
+                return
+            if on_ns is not None and (at_ns - start_ns) % (on_ns + off_ns) >= on_ns:
+                continue  # an off period
+            self.clock.sleep_until_ns(at_ns)
+            try:
+                sock.send(payload)
+            except OSError:
+                continue  # no route while a link is down: the datagram is lost, as in the simulator
+            with self.lock:
+                self.sent_datagram_bytes += len(payload)
+
+    def watch(self) -> None:
+        """The viewer of a video flow: one connection, read until the server stops."""
+        sock = self.connect()
+        self.request(sock, 0, "V")
+        try:
+            self.receive(sock, UNLIMITED, None)
+        except OSError:
+            pass
 
     def http(self, started_s: float) -> None:
         cfg = self.cfg

@@ -18,7 +18,8 @@ from typing import Any
 from ..errors import MpsimError
 from ..results import Results, check_out_dir
 from ..scenario import Scenario, _first_error
-from . import collect, refuse
+from ..spec import CBR_DEFAULT_PACKET_BYTES, VIDEO_DEFAULT_BITRATE_BPS, VIDEO_DEFAULT_CHUNK_PS
+from . import capture, collect, refuse
 from .plan import Plan, make_plan
 from .testbed import RUN_PREFIX, KernelSetupError, NetnsReader, Testbed, find_linkd, now_ns
 
@@ -27,6 +28,9 @@ BASE_PORT = 5001
 # Agents start (a Python interpreter each) before the run's time zero.
 START_MARGIN_S = 0.6
 START_MARGIN_PER_AGENT_S = 0.08
+# Diagnosis only: agents set TCP_NODELAY (the simulator has no Nagle). Linux
+# apps send with Nagle unless they ask; the comparison keeps Linux's default.
+NODELAY_ENV = "MPSIM_KERNEL_NODELAY"
 
 
 class KernelUnavailableError(MpsimError, RuntimeError):
@@ -118,6 +122,7 @@ def _run(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, progress: 
     sim = scenario.simulation
     readers = {node: NetnsReader(plan.netns[node]) for node, kind in plan.kinds.items()}
     try:
+        bed.start_captures(list(scenario.record.pcap), workdir)  # listening before time zero is fixed
         initial = {node: r.counters() for node, r in readers.items()}
         n_agents = 2 * len(scenario.flows)
         t0_ns = now_ns() + int((START_MARGIN_S + START_MARGIN_PER_AGENT_S * n_agents) * 1e9)
@@ -133,8 +138,9 @@ def _run(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, progress: 
                 proc.wait(timeout=max(0.0, (end_ns - now_ns()) / 1e9) + 3.0)
             except subprocess.TimeoutExpired:
                 pass
+        bed.stop_captures()
         return {"samples": samples, "agents": {k: _read_lines(p) for k, p in outputs.items()},
-                "duration_s": sim.duration_ps / 1e12}
+                "duration_s": sim.duration_ps / 1e12, **_captured(bed, t0_ns, end_ns)}
     finally:
         for r in readers.values():
             r.close()
@@ -148,7 +154,7 @@ def _start_agents(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, t
         procs = []
         for i, flow in enumerate(scenario.flows):
             # The receiving side counts delivered bytes: the server of an upload, else the client.
-            receiver = (flow.app == "upload") == (role == "server")
+            receiver = collect.receiving_role(flow) == role
             cfg = {**_agent_config(plan, scenario, i, t0_ns, end_ns), "role": role, "receiver": receiver}
             path = workdir / f"{i}-{role}.jsonl"
             host = flow.server if role == "server" else flow.client
@@ -157,6 +163,22 @@ def _start_agents(bed: Testbed, plan: Plan, scenario: Scenario, workdir: Path, t
         if role == "server":
             _wait_ready([outputs[(f.name or f"flow{i}", "server")] for i, f in enumerate(scenario.flows)], procs)
     return outputs
+
+
+def _app_config(flow: Any) -> dict[str, Any]:
+    """The datagram, on/off and video parameters, with the simulator's
+    defaults (spec.py `app_spec`)."""
+    cfg: dict[str, Any] = {}
+    if flow.transport == "udp":
+        packet = flow.packet_bytes or CBR_DEFAULT_PACKET_BYTES
+        cfg.update(packet_bytes=packet, interval_ns=packet * 8 * 1e9 / flow.rate_bps)
+    if flow.app == "onoff":
+        cfg.update(on_ns=flow.on_ps // 1000, off_ns=(flow.off_ps or 0) // 1000)
+    if flow.app == "video":
+        bitrate = flow.bitrate_bps if flow.bitrate_bps is not None else VIDEO_DEFAULT_BITRATE_BPS
+        chunk_ps = flow.chunk_ps if flow.chunk_ps is not None else VIDEO_DEFAULT_CHUNK_PS
+        cfg.update(chunk_bytes=max(1, round(bitrate / 8 * chunk_ps / 1e12)), chunk_ns=chunk_ps // 1000)
+    return cfg
 
 
 def _wait_ready(paths: list[Path], procs: list[subprocess.Popen]) -> None:
@@ -193,6 +215,8 @@ def _agent_config(plan: Plan, scenario: Scenario, i: int, t0_ns: int, end_ns: in
         "request_bytes": (flow.request_size_bytes or 100) if is_http else 9,
         "mss": flow.mss_bytes, "rcvbuf": flow.rcvbuf_bytes, "sndbuf": flow.sndbuf_bytes,
         "receiver": False, "record_subflows": scenario.record.subflows,
+        "nodelay": os.environ.get(NODELAY_ENV, "") not in ("", "0"),
+        **_app_config(flow),
     }
 
 
@@ -224,6 +248,18 @@ def _events(bed: Testbed, plan: Plan, t0_ns: int, stop: threading.Event) -> None
             bed.apply_event(lp, lp.events[k])
         except KernelSetupError as exc:
             sys.stderr.write(f"link {lp.name}: event at {at_ps / 1e12:g}s not applied: {exc}\n")
+
+
+def _captured(bed: Testbed, t0_ns: int, end_ns: int) -> dict[str, Any]:
+    """The captures as the simulator's pcap files (times from the run's
+    start), and per interface the frames written and lost by tcpdump."""
+    offset_ns = capture.realtime_offset_ns()
+    pcaps, stats = {}, {}
+    for cap in bed.captures:
+        data = cap.path.read_bytes() if cap.path.exists() else b""
+        pcaps[cap.iface], frames = capture.rebase(data, t0_ns + offset_ns, end_ns + offset_ns)
+        stats[cap.iface] = {"frames": frames, "dropped_by_capture": cap.dropped()}
+    return {"pcaps": pcaps, "capture_stats": stats}
 
 
 def _link_counters(bed: Testbed, plan: Plan) -> dict[str, list[int]]:

@@ -34,11 +34,14 @@ def results(scenario: Scenario, plan: Plan, raw: dict[str, Any], qdisc_drops: di
         "events": None, "packet_hops": None, "flows": flows,
         "links": _links(plan, raw, qdisc_drops),
         "backend": "kernel",
-        "kernel": {"link_elements": {plan.links[i].name: s for i, s in sorted(raw.get("element_stats", {}).items())}},
+        "kernel": {"link_elements": {plan.links[i].name: s
+                                     for i, s in sorted(raw.get("element_stats", {}).items())}},
     }
-    return Results(summary, traces, provenance={"mpsim_version": __version__, "backend": "kernel",
-                                                "scenario_file": scenario._source.file, "seed": scenario.seed,
-                                                "run_id": plan.run_id})
+    if raw.get("capture_stats"):
+        summary["kernel"]["captures"] = raw["capture_stats"]
+    provenance = {"mpsim_version": __version__, "backend": "kernel", "scenario_file": scenario._source.file,
+                  "seed": scenario.seed, "run_id": plan.run_id}
+    return Results(summary, traces, pcaps=raw.get("pcaps", {}), provenance=provenance)
 
 
 def _interfaces(plan: Plan, samples: list) -> dict[str, list]:
@@ -86,9 +89,16 @@ _SUBFLOW_COLUMNS = ("time_s", "flow", "connection", "subflow", "side", "cwnd_byt
                     "fast_recoveries", "state", "backup", "client_interface", "server_interface")
 
 
+def receiving_role(flow: Any) -> str:
+    """The side whose application receives the flow's data (flows.rs
+    `make_app`): the server for uploads and datagrams, else the client."""
+    app = flow.effective_on_app if flow.app == "onoff" else flow.app
+    return "server" if app in ("upload", "cbr") else "client"
+
+
 def _flow_summary(flow: Any, name: str, plan: Plan, lines: dict[str, list], duration_s: float,
                   flow_rows: dict, sub_rows: dict, req_rows: dict) -> dict[str, Any]:
-    receiver_role = "server" if flow.app == "upload" else "client"
+    receiver_role = receiving_role(flow)
     sender_role = "client" if receiver_role == "server" else "server"
     recv = lines[receiver_role]
     done = next((x for x in recv if x.get("done")), {})
@@ -118,6 +128,9 @@ def _flow_summary(flow: Any, name: str, plan: Plan, lines: dict[str, list], dura
         "retransmitted_bytes": sum(s["retransmitted_bytes"] for s in subflows),
         "subflows": subflows, "fallback": False, "requests": requests, "start_s": start_s,
     }
+    if flow.transport == "udp":
+        client_done = next((x for x in lines["client"] if x.get("done")), {})
+        summary["sent_bytes"] = int(client_done.get("sent_datagram_bytes", 0))
     if errors:
         summary["errors"] = errors
     return summary

@@ -68,6 +68,16 @@ class Comparison:
         return total or None
 
 
+def notes(scenario: Scenario) -> list[str]:
+    """What makes the two backends run different things although the
+    scenario is the same: an MPTCP flow left on the simulator's default
+    scheduler (the out-of-tree kernel's lowest-RTT one) meets upstream
+    Linux's on the kernel."""
+    return [f"flow '{f.name}': the simulator runs the out-of-tree default scheduler, the kernel upstream Linux's; "
+            'set scheduler = "upstream" to compare the same scheduler'
+            for f in scenario.flows if f.transport == "mptcp" and f.scheduler in (None, "default")]
+
+
 def compare(scenario: Scenario, seeds: int = 1, out: Path | None = None, progress: Any = None) -> Comparison:
     from ..runner import backend_named
 
@@ -112,3 +122,26 @@ def write_figures(result: Comparison, out: Path) -> list[Path]:
         save_png(fig, path)
         written.append(path)
     return written
+
+
+def capture_rows(result: Comparison) -> list[dict[str, Any]]:
+    """Per captured interface and address pair, the payload bytes each
+    backend's capture shows (mean over seeds): per-subflow bytes from the
+    wire, the same measure for both backends."""
+    from .capture import payload_bytes
+
+    sums: dict[tuple[str, str, str], dict[str, list[int]]] = {}
+    for backend, runs in result.runs.items():
+        for r in runs:
+            for iface, data in sorted(r.pcaps.items()):
+                for (src, dst), n in payload_bytes(data).items():
+                    sums.setdefault((iface, src, dst), {"simulator": [], "kernel": []})[backend].append(n)
+    rows = []
+    for (iface, src, dst), values in sorted(sums.items()):
+        sim = sum(values["simulator"]) / max(1, len(result.runs["simulator"]))
+        ker = sum(values["kernel"]) / max(1, len(result.runs["kernel"]))
+        if sim == 0 and ker == 0:
+            continue
+        rows.append({"interface": iface, "source": src, "destination": dst, "simulator_bytes": sim,
+                     "kernel_bytes": ker, "difference_frac": (sim - ker) / ker if ker else None})
+    return rows

@@ -17,11 +17,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..scenario import DEFAULT_MAX_ADD_ADDR_ACCEPTED, DEFAULT_MAX_SUBFLOWS, DEFAULT_RCVBUF_BYTES, Scenario
+from ..scenario import (DEFAULT_MAX_ADD_ADDR_ACCEPTED, DEFAULT_MAX_SUBFLOWS, DEFAULT_NDIFFPORTS_SUBFLOWS,
+                        DEFAULT_RCVBUF_BYTES, Scenario)
 
 _IFNAME = re.compile(r"^[A-Za-z0-9_-]{1,15}$")
 HTB_BURST_BYTES = 1514  # one full frame: htb sends frames one at a time, serialised
 TABLE_BASE = 100  # per-interface routing tables of multihomed hosts: 100, 101, ...
+NDIFFPORTS_BASE_PORT = 20001  # the server's extra ports of ndiffports: 20001, 20002, ...
 
 
 def iface_mac(link: int, side: int) -> str:
@@ -240,6 +242,9 @@ def _mptcp_endpoints(plan: Plan, scenario: Scenario) -> None:
         if flow.transport != "mptcp":
             continue
         pm = flow.path_manager or "fullmesh"
+        if pm == "ndiffports":
+            _ndiffports(plan, flow, done)
+            continue
         backups = set(flow.backup_interfaces or ())
         client_ifaces = plan.host_ifaces(flow.client)
         if flow.client_interfaces:
@@ -267,3 +272,21 @@ def _mptcp_endpoints(plan: Plan, scenario: Scenario) -> None:
                 backup = " backup" if name in backups else ""
                 lines.append(f"mptcp endpoint add {end.addr} dev {end.dev} {flags}{backup}")
             plan.ip[ns] += lines
+
+
+def _ndiffports(plan: Plan, flow: Any, done: set[str]) -> None:
+    """ndiffports (n subflows over one address pair) as upstream Linux can
+    say it: n - 1 `signal` endpoints on the server's first address, each
+    with a port of its own, which the client joins (Linux 6.18 refuses a
+    second `subflow` endpoint on one address, and `port` needs `signal`).
+    The subflows thus differ by the server's port where the simulator's
+    differ by the client's: the same number of distinct 5-tuples."""
+    extra = (flow.subflows or DEFAULT_NDIFFPORTS_SUBFLOWS) - 1
+    server_addr = plan.host_ifaces(flow.server)[0][1].addr
+    for host, endpoints in ((flow.client, []), (flow.server, [
+            f"mptcp endpoint add {server_addr} port {NDIFFPORTS_BASE_PORT + k} signal" for k in range(extra)])):
+        ns = plan.netns[host]
+        if ns in done:
+            continue
+        done.add(ns)
+        plan.ip[ns] += [f"mptcp limits set subflows {min(extra, 8)} add_addr_accepted {min(extra, 8)}", *endpoints]

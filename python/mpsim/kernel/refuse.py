@@ -8,9 +8,11 @@ anyway are accepted; everything else the kernel cannot express is refused.
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 from ..scenario import Flow, Link, Scenario
+from ..spec import CBR_DEFAULT_PACKET_BYTES
 
 Loc = tuple[Any, ...]
 Problem = tuple[Loc, str]
@@ -18,8 +20,10 @@ Problem = tuple[Loc, str]
 KERNEL_CC = {"reno", "cubic", "bbr"}  # TCP_CONGESTION names built into this kernel
 # Upstream MPTCP runs one uncoupled controller per subflow; the coupled ones do not exist in Linux.
 KERNEL_MPTCP_CC = {"reno", "cubic", "bbr"}
-KERNEL_PATH_MANAGERS = {"default", "fullmesh", "endpoints"}
-KERNEL_APPS = {"download", "upload", "http"}
+KERNEL_PATH_MANAGERS = {"default", "fullmesh", "endpoints", "ndiffports"}
+KERNEL_APPS = {"download", "upload", "http", "video", "onoff"}
+# A 1500-byte MTU less the IPv4 and UDP headers: a larger datagram leaves as IP fragments.
+MAX_DATAGRAM_PAYLOAD_BYTES = 1472
 LINUX_MSS_BYTES = 1448  # MTU 1500 less IPv4, TCP and timestamp headers
 LINUX_HEADER_BYTES = 66  # Ethernet 14 + IPv4 20 + TCP 20 + timestamps 12
 # Flow keys whose only honoured value is Linux's own (key -> accepted values).
@@ -36,8 +40,6 @@ _LINUX_VALUES: dict[str, tuple[Any, ...]] = {
     "size_distribution": (None,),
     "think": (None, "fixed"),
     "arrivals": (None, "closed"),
-    "on_ps": (None,),
-    "bitrate_bps": (None,),
 }
 
 
@@ -52,8 +54,8 @@ def problems(scenario: Scenario) -> list[Problem]:
     found += _shared_path_managers(scenario)
     if scenario.controller is not None:
         found.append((("controller", "app"), "SDN controllers have no kernel counterpart; run it in the simulator"))
-    if scenario.record.pcap:
-        found.append((("record", "pcap"), "capture is not implemented by the kernel backend yet"))
+    if scenario.record.pcap and shutil.which("tcpdump") is None:
+        found.append((("record", "pcap"), "capture on the kernel needs tcpdump (package tcpdump)"))
     return found
 
 
@@ -95,11 +97,19 @@ def _link(loc: Loc, link: Link) -> list[Problem]:
 
 def _flow(loc: Loc, flow: Flow) -> list[Problem]:
     found: list[Problem] = []
+    if flow.transport == "udp":
+        return _datagrams(loc, flow)
     if flow.transport not in ("tcp", "mptcp"):
         found.append(((*loc, "transport"), f"transport '{flow.transport}' has no kernel implementation here"))
         return found
     if flow.app not in KERNEL_APPS:
-        found.append(((*loc, "app"), f"app '{flow.app}' is not run by the kernel backend (download, upload, http)"))
+        found.append(((*loc, "app"), f"app '{flow.app}' is not run by the kernel backend "
+                      "(download, upload, http, video; cbr and onoff over udp)"))
+    elif flow.app == "onoff":
+        # The simulator's off switch stops a connection at once (`pause`); a
+        # kernel socket keeps sending what its buffer holds.
+        found.append(((*loc, "on_app"), f"on/off of a '{flow.effective_on_app}' connection is not run by the "
+                      "kernel backend (its send buffer drains after the switch); on/off cbr over udp is"))
     cc = flow.effective_cc
     allowed = KERNEL_CC if flow.transport == "tcp" else KERNEL_MPTCP_CC
     if cc not in allowed:
@@ -113,6 +123,18 @@ def _flow(loc: Loc, flow: Flow) -> list[Problem]:
         if getattr(flow, field_name) not in accepted:
             key = type(flow).model_fields[field_name].alias or field_name
             found.append(((*loc, key), "not expressible on the kernel backend (Linux does its own)"))
+    return found
+
+
+def _datagrams(loc: Loc, flow: Flow) -> list[Problem]:
+    """A udp flow: cbr, or cbr in on/off periods, in datagrams that fit one frame."""
+    found: list[Problem] = []
+    if flow.app not in ("cbr", "onoff") or flow.effective_on_app != "cbr":
+        found.append(((*loc, "app"), f"app '{flow.app}' over udp is not run by the kernel backend (cbr, onoff)"))
+    packet = flow.packet_bytes or CBR_DEFAULT_PACKET_BYTES
+    if packet > MAX_DATAGRAM_PAYLOAD_BYTES:
+        found.append(((*loc, "packet"), f"a {packet} B datagram is fragmented on the kernel's 1500 B MTU "
+                      f"(at most {MAX_DATAGRAM_PAYLOAD_BYTES} B; the default is {CBR_DEFAULT_PACKET_BYTES} B)"))
     return found
 
 
@@ -139,4 +161,9 @@ def _shared_path_managers(scenario: Scenario) -> list[Problem]:
         if seen.setdefault(flow.client, settings) != settings:
             found.append((("flow", i, "path_manager"), f"host '{flow.client}' already has other MPTCP path-manager "
                           "settings: the kernel keeps one set per host"))
+        # ndiffports lives in the server's endpoints: every MPTCP flow to that server shares them.
+        ndiff = (flow.path_manager == "ndiffports", flow.subflows if flow.path_manager == "ndiffports" else None)
+        if seen.setdefault(f"server {flow.server}", ndiff) != ndiff:
+            found.append((("flow", i, "path_manager"), f"server '{flow.server}' already serves MPTCP flows with "
+                          "other ndiffports settings: its signal endpoints are shared by them all"))
     return found

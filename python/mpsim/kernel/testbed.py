@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import capture
 from .plan import HTB_BURST_BYTES, LinkPlan, Plan, iface_mac
 
 NETNS_DIR = Path("/run/netns")
@@ -61,6 +62,7 @@ class Testbed:
         self.namespaces: list[str] = []
         self.elements: dict[int, subprocess.Popen] = {}
         self.agents: list[subprocess.Popen] = []
+        self.captures: list[capture.Capture] = []
         self.element_stats: dict[int, dict[str, Any]] = {}
         self.params: dict[int, list[str]] = {}
         self._lock = threading.Lock()
@@ -126,6 +128,21 @@ class Testbed:
         self.agents.append(proc)
         return proc
 
+    def start_captures(self, entries: list[str], folder: Path) -> None:
+        """One tcpdump per `record.pcap` entry ("node:link"), listening when this returns."""
+        for iface in entries:
+            node, _, link = iface.partition(":")
+            end = next(e for name, e in self.plan.host_ifaces(node) if name == link)
+            try:
+                cap = capture.start(iface, end.netns, end.dev, folder / (iface.replace(":", "-") + ".pcap"))
+            except capture.CaptureError as exc:
+                raise KernelSetupError(str(exc)) from None
+            self.captures.append(cap)
+
+    def stop_captures(self) -> None:
+        for cap in self.captures:
+            capture.stop(cap)
+
     def apply_event(self, lp: LinkPlan, event: dict[str, Any]) -> None:
         """One `[[link.events]]` entry, now: carrier and propagation on the
         element, rate and queue on the shapers of the directions it names."""
@@ -169,6 +186,7 @@ class Testbed:
 
     def teardown(self) -> None:
         with self._lock:
+            self.stop_captures()
             for proc in self.agents:
                 _kill(proc)
             self.agents.clear()
@@ -238,7 +256,9 @@ def leftovers(prefix: str = RUN_PREFIX) -> list[str]:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if f"/run/netns/{prefix}" in cmd or (f"exec {prefix}" in cmd and "agent.py" in cmd):
+        ours = f"exec {prefix}" in cmd and "agent.py" in cmd
+        capturing = cmd.startswith("tcpdump ") and f"/{prefix}" in cmd  # writes into the run's folder
+        if f"/run/netns/{prefix}" in cmd or ours or capturing:
             found.append(f"process {proc.name}: {cmd.strip()[:120]}")
     try:
         mounts = Path("/proc/self/mountinfo").read_text()

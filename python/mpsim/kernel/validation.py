@@ -3,7 +3,8 @@
 `python -m mpsim.kernel.validation [--runs N] [--out FILE]` runs each case
 N times on the kernel and N seeds in the simulator and prints a Markdown
 table: per case and metric, the simulator's mean, the kernel's mean and
-range over its runs, and the difference. Bulk cases compare goodput;
+range over its runs, the difference, and the machine's one-minute load
+average over the kernel runs (lowest-highest). Bulk cases compare goodput;
 short-flow cases compare the median download time per response size;
 failure cases compare the goodput of the surviving path while the other
 is down.
@@ -12,6 +13,7 @@ is down.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import warnings
@@ -109,8 +111,10 @@ cc = "cubic"
 cc_mode = "linux"
 path_manager = "endpoints"
 max_add_addr_accepted = 1
+scheduler = "upstream"
 """
-MPTCP = 'path_manager = "endpoints"\nclient_interfaces = ["a", "b"]'
+# The simulator runs upstream Linux's scheduler, as the kernel does (its default is the out-of-tree one).
+MPTCP = 'path_manager = "endpoints"\nclient_interfaces = ["a", "b"]\nscheduler = "upstream"'
 SHORT = 'app = "http"\nsizes = ["10KB", "100KB", "1MB", "5MB"]\nrepeat = 2\ngap = "200ms"'
 DOWN = '[[link.events]]\nat = "5s"\nup = false\n[[link.events]]\nat = "10s"\nup = true'
 
@@ -157,8 +161,11 @@ def run_case(name: str, kind: str, params: dict[str, str], runs: int, folder: Pa
     path = folder / f"{abs(hash(name))}.toml"
     path.write_text(text)
     values: dict[str, dict[str, list[float]]] = {"simulator": {}, "kernel": {}}
+    loads: list[float] = []
     for backend in ("simulator", "kernel"):
         for seed in range(1, runs + 1):
+            if backend == "kernel":
+                loads.append(os.getloadavg()[0])  # the kernel's figures are timing-sensitive
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 scenario = resolve_scenario(path, seed=seed)
@@ -171,16 +178,18 @@ def run_case(name: str, kind: str, params: dict[str, str], runs: int, folder: Pa
         sim = values["simulator"].get(key, [float("nan")])
         s, k = statistics.fmean(sim), statistics.fmean(ker)
         rows.append({"case": name, "metric": key, "simulator": s, "kernel": k, "kernel_min": min(ker),
-                     "kernel_max": max(ker), "runs": len(ker), "difference_frac": (s - k) / k if k else float("nan")})
+                     "kernel_max": max(ker), "runs": len(ker), "difference_frac": (s - k) / k if k else float("nan"),
+                     "load_min": min(loads), "load_max": max(loads)})
     return rows
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| case | metric | simulator | kernel (mean) | kernel (min-max) | runs | sim vs kernel |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    lines = ["| case | metric | simulator | kernel (mean) | kernel (min-max) | runs | sim vs kernel | load |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['case']} | {r['metric']} | {r['simulator']:.3f} | {r['kernel']:.3f} | "
-                     f"{r['kernel_min']:.3f}-{r['kernel_max']:.3f} | {r['runs']} | {r['difference_frac']:+.1%} |")
+                     f"{r['kernel_min']:.3f}-{r['kernel_max']:.3f} | {r['runs']} | {r['difference_frac']:+.1%} | "
+                     f"{r['load_min']:.1f}-{r['load_max']:.1f} |")
     return "\n".join(lines)
 
 
@@ -197,10 +206,9 @@ def main() -> None:
             name, kind, params = CASES[i]
             rows += run_case(name, kind, params, args.runs, Path(tmp))
             print(f"done: {name}", flush=True)
-    text = table(rows)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
+            if args.out is not None:  # each case as it ends: a long run that stops keeps what it measured
+                args.out.write_text(table(rows) + "\n", encoding="utf-8")
+    print(table(rows))
 
 
 if __name__ == "__main__":

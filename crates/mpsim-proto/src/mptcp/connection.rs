@@ -5,6 +5,7 @@
 //! data-level reassembly in `recv.rs`.
 
 use super::crypto;
+use super::scheduler::{Scheduler, Staleness};
 use super::{LocalAddr, MptcpConfig, MptcpEvent, PathManagerKind};
 use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
@@ -53,10 +54,8 @@ pub(super) struct Sub {
     pub timeouts_seen: u64,
     pub una_seen: u64,
     /// Upstream scheduler: MPTCP retransmission intervals this subflow
-    /// spent with data outstanding and no progress, and its `una_seen` when
-    /// counting began (`stale_count`, `stale_rcv_tstamp` of Linux).
-    pub stale_count: u8,
-    pub stale_mark: u64,
+    /// spent with data outstanding and no progress.
+    pub stale: Staleness,
     /// Connection data carried for the first time here after another subflow failed.
     pub reinjected_bytes: u64,
     /// Data bytes delivered in order at subflow level (receiver side).
@@ -68,9 +67,6 @@ pub(super) struct Sub {
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
     pub last_penalised: Option<SimTime>,
-    /// Upstream scheduler: the subflow's `avg_pacing_rate`, bytes per
-    /// second (0 until first scheduled).
-    pub avg_pacing_rate_bps: u64,
     /// Upstream scheduler: the subflow's `sk_sndbuf`, bytes of socket
     /// memory, grown with its window (`tcp_sndbuf_expand`).
     pub sndbuf_bytes: u64,
@@ -108,14 +104,12 @@ impl Sub {
             rx_seen: 1,
             timeouts_seen: 0,
             una_seen: 0,
-            stale_count: 0,
-            stale_mark: 0,
+            stale: Staleness::default(),
             reinjected_bytes: 0,
             outstanding: VecDeque::new(),
             rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
-            avg_pacing_rate_bps: 0,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
             rcv_rtt: Default::default(),
             dirty: true,
@@ -241,11 +235,7 @@ pub struct MptcpConnection {
     /// Subflow of the last segment received (most segments follow it).
     pub(super) last_rx_sub: usize,
     pub(super) add_addr_accepted: u8,
-    pub(super) rr_last: usize,
-    /// Upstream scheduler: the subflow of the current burst and the bytes
-    /// left in it (`msk->last_snd`, `msk->snd_burst`).
-    pub(super) last_snd: Option<usize>,
-    pub(super) snd_burst_bytes: u64,
+    pub(super) sched: Scheduler,
     /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
     pub(super) out: Vec<Packet>,
     /// Packets made for `poll_transmit` and not yet taken, in order.
@@ -279,6 +269,7 @@ impl MptcpConnection {
         let local_key = rng.next_u64();
         let (local_token, local_idsn) = crypto::token_idsn_v1(local_key);
         let next_port = cfg.port_base.wrapping_add(1);
+        let sched = Scheduler::new(cfg.scheduler);
         let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
         let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
         Ok(MptcpConnection {
@@ -323,9 +314,7 @@ impl MptcpConnection {
             any_prio_pending: false,
             last_rx_sub: 0,
             add_addr_accepted: 0,
-            rr_last: usize::MAX,
-            last_snd: None,
-            snd_burst_bytes: 0,
+            sched,
             out: Vec::new(),
             polled: VecDeque::new(),
             events: VecDeque::new(),
@@ -867,7 +856,7 @@ impl MptcpConnection {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
-            sub.stale_count = 0;
+            sub.stale.on_progress();
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }

@@ -8,6 +8,7 @@
 
 mod connection;
 pub mod crypto;
+mod paths;
 mod recv;
 mod scheduler;
 mod send;

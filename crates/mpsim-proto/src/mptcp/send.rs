@@ -4,6 +4,7 @@
 
 use super::connection::{Kind, MetaSeg, MpState, MptcpConnection};
 use super::crypto;
+use super::scheduler::Scheduler;
 use super::SchedulerKind;
 use crate::tcp::mtu::{ts_option_bytes, IP_TCP_HEADER_BYTES, TCP_OPTION_SPACE_BYTES};
 use crate::tcp::CcCtx;
@@ -181,8 +182,8 @@ impl MptcpConnection {
                 return;
             }
             let Some(r) = self.pick_ignoring_window(&seg) else { return };
-            if seg.reinject.is_none() && self.cfg.scheduler == SchedulerKind::Upstream {
-                self.snd_burst_bytes = self.snd_burst_bytes.saturating_sub(seg.len as u64);
+            if seg.reinject.is_none() {
+                self.sched.on_new_data_sent(seg.len);
             }
             self.transmit_on(r, seg);
         }
@@ -205,7 +206,7 @@ impl MptcpConnection {
             return false;
         }
         let mut ranked = std::mem::take(&mut self.ranked);
-        self.rank_lowest_rtt(&mut ranked);
+        Scheduler::rank_lowest_rtt(&self.paths(), &mut ranked);
         let mut look_again = false;
         for &(_, r, room) in &ranked {
             let data = self.full_segments_of_data();

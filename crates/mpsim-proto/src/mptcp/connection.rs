@@ -5,8 +5,9 @@
 //! data-level reassembly in `recv.rs`.
 
 use super::crypto;
+use super::pm::{InterfaceAction, Keys, PathManager, Phase, SubflowAddrs};
 use super::scheduler::{Scheduler, Staleness};
-use super::{LocalAddr, MptcpConfig, MptcpEvent, PathManagerKind};
+use super::{LocalAddr, MptcpConfig, MptcpEvent};
 use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
@@ -154,15 +155,6 @@ pub(super) struct MetaSeg {
     pub mask_cleared: bool,
 }
 
-/// An ADD_ADDR sent and not yet echoed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Unechoed {
-    pub option: MpOption,
-    pub addr_id: u8,
-    pub due: SimTime,
-    pub retransmissions: u8,
-}
-
 /// Connection counters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MptcpStats {
@@ -222,19 +214,13 @@ pub struct MptcpConnection {
     pub(super) data_fin_ack_due: bool,
     pub(super) subflows_closed: bool,
     // Addresses.
-    pub(super) remote_addrs: Vec<(u8, Addr)>,
-    pub(super) remote_port: u16,
-    pub(super) next_port: u16,
-    pub(super) announce: VecDeque<MpOption>,
-    pub(super) unechoed: Vec<Unechoed>,
-    pub(super) addrs_announced: bool,
+    pub(super) pm: PathManager,
     /// Some subflow has `queued` set.
     pub(super) any_queued: bool,
     /// Some subflow has `prio_pending` set.
     pub(super) any_prio_pending: bool,
     /// Subflow of the last segment received (most segments follow it).
     pub(super) last_rx_sub: usize,
-    pub(super) add_addr_accepted: u8,
     pub(super) sched: Scheduler,
     /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
     pub(super) out: Vec<Packet>,
@@ -262,14 +248,14 @@ pub struct MptcpConnection {
 pub(super) const UNLIMITED: u64 = u64::MAX / 4;
 
 impl MptcpConnection {
-    fn base(cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
+    fn base(mut cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
         let mut ctrl = Controller::new(&cfg.cc, cfg.tcp.cc_mode)?;
         ctrl.on_subflow_added(0);
         let mut rng = SimRng::new(cfg.seed, 0x6d70_7463);
         let local_key = rng.next_u64();
         let (local_token, local_idsn) = crypto::token_idsn_v1(local_key);
-        let next_port = cfg.port_base.wrapping_add(1);
         let sched = Scheduler::new(cfg.scheduler);
+        let pm = PathManager::new(&mut cfg, is_client);
         let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
         let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
         Ok(MptcpConnection {
@@ -304,16 +290,10 @@ impl MptcpConnection {
             peer_closed: false,
             data_fin_ack_due: false,
             subflows_closed: false,
-            remote_addrs: Vec::new(),
-            remote_port: 0,
-            next_port,
-            announce: VecDeque::new(),
-            unechoed: Vec::new(),
-            addrs_announced: false,
+            pm,
             any_queued: false,
             any_prio_pending: false,
             last_rx_sub: 0,
-            add_addr_accepted: 0,
             sched,
             out: Vec::new(),
             polled: VecDeque::new(),
@@ -359,8 +339,7 @@ impl MptcpConnection {
         let tcp = Self::subflow_tcp(&cfg.tcp);
         let port = cfg.port_base;
         let mut c = Self::base(cfg, true)?;
-        c.remote_port = remote.1;
-        c.remote_addrs.push((0, remote.0));
+        c.pm.set_peer(remote.0, remote.1);
         let sf = Subflow::connect(tcp, (local, port), remote);
         c.push_sub(Sub::new(sf, Kind::Initial, 0, 0, false, 0));
         c.mevents.push_back(MptcpEvent::Token(c.local_token));
@@ -370,8 +349,7 @@ impl MptcpConnection {
     /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
     pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
         let mut c = Self::base(Self::sized(cfg), false)?;
-        c.remote_port = syn.sport;
-        c.remote_addrs.push((0, syn.src));
+        c.pm.set_peer(syn.src, syn.sport);
         match syn.ext.mptcp().map(|m| m.option) {
             Some(MpOption::CapableSyn { checksum, .. }) => c.checksums = c.cfg.dss_checksum || checksum,
             _ => c.fall_back(),
@@ -396,7 +374,7 @@ impl MptcpConnection {
     }
 
     pub(super) fn local_id_of(&self, addr: Addr) -> u8 {
-        self.cfg.local_addrs.iter().find(|a| a.addr == addr).map_or(0, |a| a.id)
+        self.pm.local_id_of(addr)
     }
 
     pub(super) fn fall_back(&mut self) {
@@ -519,9 +497,7 @@ impl MptcpConnection {
         // A plain loop over plain integers: the engine asks after every segment.
         let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
         let mut next = at(self.meta_rto_at);
-        for u in &self.unechoed {
-            next = next.min(u.due.0);
-        }
+        next = next.min(at(self.pm.poll_timeout()));
         for s in self.subs.iter().filter(|s| !s.gone) {
             next = next.min(at(s.sf.poll_timeout())).min(at(s.join_ack_due));
         }
@@ -543,7 +519,7 @@ impl MptcpConnection {
         if self.meta_rto_at.is_some_and(|t| t <= now) {
             self.on_meta_timeout(now);
         }
-        self.on_add_addr_timeout(now);
+        self.pm.handle_timeout(now);
         self.on_join_ack_timeout(now);
     }
 
@@ -555,38 +531,6 @@ impl MptcpConnection {
                 s.third_ack_pending = true;
                 s.dirty = true;
             }
-        }
-    }
-
-    /// ADD_ADDRs whose echo did not come in time go out again (spec 9).
-    fn on_add_addr_timeout(&mut self, now: SimTime) {
-        let mut again = Vec::new();
-        let timeout = self.cfg.add_addr_timeout;
-        self.unechoed.retain(|u| {
-            if u.due > now {
-                return true;
-            }
-            if u.retransmissions < super::ADD_ADDR_RETRANS_MAX {
-                again.push(Unechoed { retransmissions: u.retransmissions + 1, due: now + timeout, ..*u });
-            }
-            false
-        });
-        for u in again {
-            self.announce.push_back(u.option);
-            self.unechoed.push(u);
-        }
-    }
-
-    /// An ADD_ADDR left for the peer: its echo is awaited from now on.
-    pub(super) fn await_echo(&mut self, now: SimTime, option: MpOption) {
-        let MpOption::AddAddr { addr_id, echo: false, .. } = option else { return };
-        let due = now + self.cfg.add_addr_timeout;
-        match self.unechoed.iter_mut().find(|u| u.addr_id == addr_id) {
-            Some(u) => {
-                u.option = option;
-                u.due = due;
-            }
-            None => self.unechoed.push(Unechoed { option, addr_id, due, retransmissions: 0 }),
         }
     }
 
@@ -799,9 +743,7 @@ impl MptcpConnection {
             MpOption::AddAddr { addr_id, addr, port, hmac64, echo: false } => {
                 self.on_add_addr(now, addr_id, Addr(addr), port, hmac64)
             }
-            MpOption::AddAddr { addr_id, addr, echo: true, .. } => self
-                .unechoed
-                .retain(|u| !matches!(u.option, MpOption::AddAddr { addr_id: i, addr: a, .. } if i == addr_id && a == addr)),
+            MpOption::AddAddr { addr_id, addr, echo: true, .. } => self.pm.on_echo(addr_id, addr),
             MpOption::RemoveAddr { ids, n } => {
                 for &id in &ids[..n as usize] {
                     self.on_remove_addr(now, id);
@@ -815,27 +757,13 @@ impl MptcpConnection {
     }
 
     fn on_add_addr(&mut self, now: SimTime, id: u8, addr: Addr, port: Option<u16>, hmac: Option<u64>) {
-        let expected = crypto::add_addr_hmac64(self.remote_key, self.local_key, id, addr.0, port);
-        if hmac != Some(expected) {
-            return; // RFC 8684: drop an ADD_ADDR whose HMAC does not verify
+        if self.pm.on_add_addr(self.keys(), id, addr, port, hmac) {
+            self.run_path_manager(now);
         }
-        self.announce.push_back(MpOption::AddAddr { addr_id: id, addr: addr.0, port, hmac64: None, echo: true });
-        if self.remote_addrs.contains(&(id, addr)) {
-            return; // a retransmission: our echo was lost
-        }
-        if let PathManagerKind::Endpoints { max_add_addr_accepted, .. } = self.cfg.path_manager {
-            if self.add_addr_accepted >= max_add_addr_accepted {
-                return;
-            }
-        }
-        self.add_addr_accepted = self.add_addr_accepted.saturating_add(1);
-        self.remote_addrs.retain(|&(i, _)| i != id);
-        self.remote_addrs.push((id, addr));
-        self.run_path_manager(now);
     }
 
     fn on_remove_addr(&mut self, now: SimTime, id: u8) {
-        self.remote_addrs.retain(|&(i, _)| i != id || i == 0);
+        self.pm.on_remove_addr(id);
         for r in 0..self.subs.len() {
             if !self.subs[r].gone && self.subs[r].remote_id == id {
                 self.reset_subflow(now, r);
@@ -971,31 +899,26 @@ impl MptcpConnection {
 
     // ----- address management -----
 
-    /// ADD_ADDR for every local address but the initial one (fullmesh,
-    /// signal endpoints), once per connection (later changes go through
-    /// `set_local_addr_up`).
-    fn announce_local_addrs(&mut self) {
-        if std::mem::replace(&mut self.addrs_announced, true) {
-            return;
-        }
-        let announces = match self.cfg.path_manager {
-            PathManagerKind::Fullmesh => true,
-            PathManagerKind::Endpoints { .. } => !self.is_client,
-            _ => false,
-        };
-        if !announces {
-            return;
-        }
-        let initial = self.subs.first().map(|s| s.local());
-        let addrs: Vec<LocalAddr> = self.cfg.local_addrs.iter().copied().filter(|a| Some(a.addr) != initial && a.up).collect();
-        for a in addrs {
-            self.announce_addr(a);
-        }
+    fn keys(&self) -> Keys {
+        Keys { local: self.local_key, remote: self.remote_key }
     }
 
-    fn announce_addr(&mut self, a: LocalAddr) {
-        let hmac = crypto::add_addr_hmac64(self.local_key, self.remote_key, a.id, a.addr.0, None);
-        self.announce.push_back(MpOption::AddAddr { addr_id: a.id, addr: a.addr.0, port: None, hmac64: Some(hmac), echo: false });
+    /// The subflows as the path manager sees them, in order.
+    fn subflow_addrs(&self) -> Vec<SubflowAddrs> {
+        let view = |s: &Sub| SubflowAddrs {
+            local: s.local(),
+            remote: s.remote(),
+            join: s.kind == Kind::Join,
+            open: !s.gone,
+            ready: s.ready,
+        };
+        self.subs.iter().map(view).collect()
+    }
+
+    /// ADD_ADDR for the addresses the path manager announces, once.
+    fn announce_local_addrs(&mut self) {
+        let initial = self.subs.first().map(|s| s.local());
+        self.pm.announce_local_addrs(initial, self.keys());
     }
 
     /// Both DATA_FINs are acknowledged: the connection is over, only its
@@ -1009,13 +932,6 @@ impl MptcpConnection {
         self.finished()
     }
 
-    /// Extra subflows (MP_JOIN) still open: closed ones no longer count
-    /// against `max_subflows`, as Linux decrements its counter when a
-    /// subflow closes (`mptcp_pm_subflow_check_next`, net/mptcp/pm.c).
-    fn open_joins(&self) -> usize {
-        self.subs.iter().filter(|s| s.kind == Kind::Join && !s.gone).count()
-    }
-
     /// Opens the subflows the path manager wants (client side).
     pub(super) fn run_path_manager(&mut self, now: SimTime) {
         // Linux creates subflows only on a fully established connection
@@ -1024,67 +940,19 @@ impl MptcpConnection {
         if !self.is_client || self.state != MpState::Established || !self.peer_confirmed || self.finished() {
             return;
         }
-        let initial_remote = self.remote_addrs.first().map(|&(_, a)| a).unwrap_or_default();
-        let wanted: Vec<(LocalAddr, u8, Addr)> = match self.cfg.path_manager {
-            PathManagerKind::Default => vec![],
-            PathManagerKind::Fullmesh => {
-                let remotes = self.remote_addrs.clone();
-                self.cfg
-                    .local_addrs
-                    .iter()
-                    .filter(|a| a.up)
-                    .flat_map(|&l| remotes.iter().map(move |&(id, ra)| (l, id, ra)))
-                    .collect()
-            }
-            PathManagerKind::Ndiffports(n) => {
-                let live = self.subs.iter().filter(|s| !s.gone).count();
-                let l = self.cfg.local_addrs[0];
-                (live..n.max(1) as usize).map(|_| (l, 0, initial_remote)).collect()
-            }
-            PathManagerKind::Endpoints { max_subflows, .. } => {
-                let room = (max_subflows as usize).saturating_sub(self.open_joins());
-                let remotes: Vec<(u8, Addr)> = self.remote_addrs.clone();
-                let mut v: Vec<(LocalAddr, u8, Addr)> =
-                    self.cfg.local_addrs.iter().skip(1).filter(|a| a.up).map(|&l| (l, 0, initial_remote)).collect();
-                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.source_towards(ra), id, ra)));
-                // Subflows already open take no room twice.
-                v.retain(|&(l, _, ra)| !self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra));
-                v.truncate(room);
-                v
-            }
-        };
-        let ndiff = matches!(self.cfg.path_manager, PathManagerKind::Ndiffports(_));
-        for (l, rid, ra) in wanted {
-            let exists = self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra);
-            if !exists || ndiff {
-                self.open_join(now, l, rid, ra);
-            }
+        for (l, rid, ra) in self.pm.subflows_to_open(&self.subflow_addrs()) {
+            self.open_join(now, l, rid, ra);
         }
     }
 
-    /// The local address a subflow to announced address `remote` leaves
-    /// from. Linux connects it from the unspecified address when no
-    /// fullmesh endpoint exists (`fill_local_addresses_vec`,
-    /// net/mptcp/pm_kernel.c), so the route lookup for `remote` picks the
-    /// source (RFC 8684 section 3.4.1).
-    fn source_towards(&self, remote: Addr) -> LocalAddr {
-        let routed = self.cfg.route_sources.iter().find(|&&(peer, _)| peer == remote).map(|&(_, local)| local);
-        routed.and_then(|local| self.cfg.local_addrs.iter().find(|a| a.addr == local)).copied().unwrap_or(self.cfg.local_addrs[0])
-    }
-
     fn open_join(&mut self, _now: SimTime, l: LocalAddr, remote_id: u8, remote: Addr) {
-        let port = self.next_port;
-        self.next_port = self.next_port.wrapping_add(1).max(1024);
+        let port = self.pm.take_port();
+        let remote_port = self.pm.remote_port();
         let tcp = Self::subflow_tcp(&self.cfg.tcp);
-        let sf = Subflow::connect(tcp, (l.addr, port), (remote, self.remote_port));
+        let sf = Subflow::connect(tcp, (l.addr, port), (remote, remote_port));
         let nonce = self.rng.next_u32();
         self.push_sub(Sub::new(sf, Kind::Join, l.id, remote_id, l.backup, nonce));
-        self.mevents.push_back(MptcpEvent::SubflowOpened {
-            local: l.addr,
-            local_port: port,
-            remote,
-            remote_port: self.remote_port,
-        });
+        self.mevents.push_back(MptcpEvent::SubflowOpened { local: l.addr, local_port: port, remote, remote_port });
     }
 
     /// A SYN with MP_JOIN on a new 4-tuple (server side).
@@ -1097,14 +965,12 @@ impl MptcpConnection {
         if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) || self.finished() {
             return false;
         }
-        if let PathManagerKind::Endpoints { max_subflows, .. } = self.cfg.path_manager {
-            if self.open_joins() >= max_subflows as usize {
-                return false;
-            }
+        if !self.pm.accepts_join(&self.subflow_addrs()) {
+            return false;
         }
         let tcp = Self::subflow_tcp(&self.cfg.tcp);
         let sf = Subflow::accept(tcp, syn);
-        let local_backup = self.cfg.local_addrs.iter().any(|a| a.addr == syn.dst && a.backup);
+        let local_backup = self.pm.is_backup(syn.dst);
         let my_nonce = self.rng.next_u32();
         let id = self.local_id_of(syn.dst);
         let r = self.push_sub(Sub::new(sf, Kind::Join, id, addr_id, backup || local_backup, my_nonce));
@@ -1125,9 +991,7 @@ impl MptcpConnection {
     /// `ip link set dev X multipath backup`.
     pub fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
         self.quiet = false;
-        if let Some(a) = self.cfg.local_addrs.iter_mut().find(|a| a.addr == addr) {
-            a.backup = backup;
-        }
+        self.pm.set_backup(addr, backup);
         for s in self.subs.iter_mut().filter(|s| !s.gone && s.local() == addr && s.backup != backup) {
             s.backup = backup;
             s.prio_pending = true;
@@ -1139,56 +1003,17 @@ impl MptcpConnection {
     pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
         self.quiet = false;
         self.subs.iter_mut().for_each(|s| s.dirty = true);
-        let Some(i) = self.cfg.local_addrs.iter().position(|a| a.addr == addr) else { return };
-        if self.cfg.local_addrs[i].up == up {
-            return;
-        }
-        self.cfg.local_addrs[i].up = up;
-        if matches!(self.cfg.path_manager, PathManagerKind::Endpoints { .. }) {
-            // Upstream Linux's in-kernel path manager does not follow
-            // interfaces (closing subflows is mptcpd's job): a subflow on a
-            // dead interface goes stale after its RTO and recovers when the
-            // interface returns; only a missing subflow is opened again.
-            if up {
-                self.run_path_manager(now);
+        let phase = Phase { established: self.state == MpState::Established, finished: self.finished() };
+        match self.pm.set_local_addr_up(addr, up, &self.subflow_addrs(), phase, self.keys()) {
+            InterfaceAction::Nothing => {}
+            InterfaceAction::OpenSubflows => self.run_path_manager(now),
+            InterfaceAction::ResetSubflowsFrom(from) => {
+                for r in 0..self.subs.len() {
+                    if !self.subs[r].gone && self.subs[r].local() == from {
+                        self.reset_subflow(now, r);
+                    }
+                }
             }
-            return;
-        }
-        let a = self.cfg.local_addrs[i];
-        // An announcement about this address not yet sent is out of date.
-        self.announce.retain(|o| match *o {
-            MpOption::RemoveAddr { ids, n } => !ids[..n as usize].contains(&a.id),
-            MpOption::AddAddr { addr_id, echo: false, .. } => addr_id != a.id,
-            _ => true,
-        });
-        self.unechoed.retain(|u| u.addr_id != a.id);
-        if up {
-            let announces = self.cfg.path_manager == PathManagerKind::Fullmesh;
-            let initial = self.subs.first().is_some_and(|s| s.local() == addr);
-            if self.state == MpState::Established && !initial && announces && !self.finished() {
-                self.announce_addr(a);
-            }
-            self.run_path_manager(now);
-            return;
-        }
-        // Only the out-of-tree fullmesh follows interfaces; with the others
-        // the subflows wait, retransmitting, for the interface to return.
-        if self.cfg.path_manager != PathManagerKind::Fullmesh {
-            return;
-        }
-        // Never close the last way out: a connection whose every subflow
-        // uses this address keeps them, retransmitting, until it returns.
-        let elsewhere = self.subs.iter().any(|s| !s.gone && s.ready && s.local() != addr);
-        if !elsewhere {
-            return;
-        }
-        for r in 0..self.subs.len() {
-            if !self.subs[r].gone && self.subs[r].local() == addr {
-                self.reset_subflow(now, r);
-            }
-        }
-        if self.state == MpState::Established {
-            self.announce.push_back(MpOption::RemoveAddr { ids: [a.id, 0, 0, 0], n: 1 });
         }
     }
 }

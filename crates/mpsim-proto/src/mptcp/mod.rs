@@ -9,6 +9,7 @@
 mod connection;
 pub mod crypto;
 mod paths;
+mod pm;
 mod recv;
 mod scheduler;
 mod send;

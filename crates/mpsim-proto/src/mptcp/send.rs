@@ -84,7 +84,7 @@ impl MptcpConnection {
                 self.push_queued(now);
             }
             self.maybe_send_data_fin(now);
-            if !self.announce.is_empty() {
+            if self.pm.next_announcement().is_some() {
                 self.send_announcements(now);
             }
             if self.any_prio_pending {
@@ -533,14 +533,13 @@ impl MptcpConnection {
         if self.state != MpState::Established || (self.is_client && !self.peer_confirmed) {
             return;
         }
-        while let Some(&option) = self.announce.front() {
+        while let Some(option) = self.pm.next_announcement() {
             let Some(r) = self.best_ready_subflow() else { return };
             let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
             let dss = self.dss_for(r, &p);
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
             self.emit(p);
-            self.announce.pop_front();
-            self.await_echo(now, option);
+            self.pm.on_announcement_sent(now);
         }
     }
 
@@ -579,7 +578,7 @@ impl MptcpConnection {
             return;
         }
         self.subflows_closed = true;
-        self.unechoed.clear(); // nothing is announced on a closing connection
+        self.pm.stop_retransmitting(); // nothing is announced on a closing connection
         for r in 0..self.subs.len() {
             if !self.subs[r].gone {
                 self.subs[r].sf.close();

@@ -7,6 +7,7 @@
 use super::crypto;
 use super::pm::{InterfaceAction, Keys, PathManager, Phase, SubflowAddrs};
 use super::scheduler::{Scheduler, Staleness};
+use super::sender::DataSender;
 use super::{LocalAddr, MptcpConfig, MptcpEvent};
 use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
@@ -143,18 +144,6 @@ impl Sub {
     }
 }
 
-/// A connection-level segment not yet DATA_ACKed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct MetaSeg {
-    pub dsn: u64,
-    pub len: u32,
-    /// Subflows that carried it (bit r).
-    pub path_mask: u64,
-    pub in_reinject_queue: bool,
-    /// Its path mask was cleared once after every subflow had carried it.
-    pub mask_cleared: bool,
-}
-
 /// Connection counters.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct MptcpStats {
@@ -190,18 +179,8 @@ pub struct MptcpConnection {
     pub(super) remote_token: u32,
     pub(super) local_idsn: u64,
     pub(super) remote_idsn: u64,
-    // Sender, relative DSNs (first byte 1).
-    pub(super) data_una: u64,
-    pub(super) data_nxt: u64,
-    pub(super) app_end: u64,
-    pub(super) close_requested: bool,
-    pub(super) data_fin_sent: bool,
-    pub(super) data_fin_acked: bool,
-    pub(super) snd_wnd_right: u64,
-    pub(super) unacked: VecDeque<MetaSeg>,
-    pub(super) reinject: VecDeque<u64>,
-    pub(super) meta_rto_at: Option<SimTime>,
-    pub(super) meta_backoff: u32,
+    /// The data-level send side.
+    pub(super) tx: DataSender,
     // Receiver.
     pub(super) rcv: Receiver,
     /// Receive-buffer autotuning of the connection (`rcvbuf_auto`).
@@ -244,9 +223,6 @@ pub struct MptcpConnection {
     pub stats: MptcpStats,
 }
 
-/// Sequence values beyond any real transfer ("unlimited" application data).
-pub(super) const UNLIMITED: u64 = u64::MAX / 4;
-
 impl MptcpConnection {
     fn base(mut cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
         let mut ctrl = Controller::new(&cfg.cc, cfg.tcp.cc_mode)?;
@@ -257,6 +233,7 @@ impl MptcpConnection {
         let sched = Scheduler::new(cfg.scheduler);
         let pm = PathManager::new(&mut cfg, is_client);
         let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
+        let tx = DataSender::new(rcvbuf, cfg.sndbuf_bytes);
         let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
         Ok(MptcpConnection {
             cfg,
@@ -272,17 +249,7 @@ impl MptcpConnection {
             remote_token: 0,
             local_idsn,
             remote_idsn: 0,
-            data_una: 1,
-            data_nxt: 1,
-            app_end: 1,
-            close_requested: false,
-            data_fin_sent: false,
-            data_fin_acked: false,
-            snd_wnd_right: 1 + rcvbuf,
-            unacked: VecDeque::new(),
-            reinject: VecDeque::new(),
-            meta_rto_at: None,
-            meta_backoff: 0,
+            tx,
             rcv: Receiver::new(1, rcvbuf),
             rcv_space,
             peer_data_fin: None,
@@ -396,23 +363,16 @@ impl MptcpConnection {
             "{:?} confirmed={} data_una={} data_nxt={} app_end={} fin_sent={} fin_acked={} rcv_nxt={} peer_fin={:?} reinject={:?} meta_rto={:?}",
             self.state,
             self.peer_confirmed,
-            self.data_una,
-            self.data_nxt,
-            self.app_end,
-            self.data_fin_sent,
-            self.data_fin_acked,
+            self.tx.una(),
+            self.tx.nxt(),
+            self.tx.app_end(),
+            self.tx.fin_sent(),
+            self.tx.fin_acked(),
             self.rcv.rcv_nxt,
             self.peer_data_fin,
-            self.reinject,
-            self.meta_rto_at.map(|t| t.as_secs_f64())
+            self.tx.reinject_queue(),
+            self.tx.timer().map(|t| t.as_secs_f64())
         )
-    }
-
-    /// End of the new data that may be sent now: the peer's connection-level
-    /// window, and the room in the send buffer (spec 7, 11.1).
-    pub(super) fn send_limit(&self) -> u64 {
-        let buffer_end = self.cfg.sndbuf_bytes.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
-        self.snd_wnd_right.min(buffer_end)
     }
 
     pub fn is_fallback(&self) -> bool {
@@ -448,19 +408,19 @@ impl MptcpConnection {
 
     pub fn send(&mut self, bytes: u64) {
         self.quiet = false;
-        self.app_end = (self.app_end + bytes).min(UNLIMITED);
+        self.tx.write(bytes);
     }
     pub fn send_unlimited(&mut self) {
         self.quiet = false;
-        self.app_end = UNLIMITED;
+        self.tx.write_unlimited();
     }
     pub fn pause(&mut self) {
         self.quiet = false;
-        self.app_end = self.data_nxt;
+        self.tx.pause();
     }
     pub fn close(&mut self) {
         self.quiet = false;
-        self.close_requested = true;
+        self.tx.close();
     }
     pub fn poll_event(&mut self) -> Option<AppEvent> {
         self.events.pop_front()
@@ -496,7 +456,7 @@ impl MptcpConnection {
     pub fn poll_timeout(&self) -> Option<SimTime> {
         // A plain loop over plain integers: the engine asks after every segment.
         let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
-        let mut next = at(self.meta_rto_at);
+        let mut next = at(self.tx.timer());
         next = next.min(at(self.pm.poll_timeout()));
         for s in self.subs.iter().filter(|s| !s.gone) {
             next = next.min(at(s.sf.poll_timeout())).min(at(s.join_ack_due));
@@ -516,7 +476,7 @@ impl MptcpConnection {
             sub.dirty = true;
             self.after_subflow_activity(now, r);
         }
-        if self.meta_rto_at.is_some_and(|t| t <= now) {
+        if self.tx.timer().is_some_and(|t| t <= now) {
             self.on_meta_timeout(now);
         }
         self.pm.handle_timeout(now);
@@ -537,45 +497,33 @@ impl MptcpConnection {
     /// Meta-level retransmission (spec section 8): no DATA_ACK progress for
     /// twice the largest subflow RTO: the oldest segment goes out again.
     fn on_meta_timeout(&mut self, now: SimTime) {
-        self.meta_rto_at = None;
         self.stats.meta_timeouts += 1;
         if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.tx.stop_timer();
             self.upstream_retransmit();
-            if self.unacked.is_empty() && self.data_fin_sent && !self.data_fin_acked {
-                self.data_fin_sent = false; // send the DATA_FIN again
-            }
-            self.arm_meta_timer(now);
-            return;
-        }
-        self.meta_backoff = (self.meta_backoff + 1).min(10);
-        if let Some(head) = self.unacked.front_mut() {
-            head.path_mask = 0;
-            if !head.in_reinject_queue {
-                head.in_reinject_queue = true;
-                self.reinject.push_front(head.dsn);
-            }
-        } else if self.data_fin_sent && !self.data_fin_acked {
-            self.data_fin_sent = false; // send the DATA_FIN again
+            self.tx.on_upstream_timeout();
+        } else {
+            self.tx.on_timeout();
         }
         self.arm_meta_timer(now);
     }
 
     #[inline(always)]
     pub(super) fn arm_meta_timer(&mut self, now: SimTime) {
-        let pending = !self.unacked.is_empty() || (self.data_fin_sent && !self.data_fin_acked);
-        if !pending || self.state == MpState::Fallback {
-            self.meta_rto_at = None;
+        if !self.tx.retransmission_pending() || self.state == MpState::Fallback {
+            self.tx.stop_timer();
             return;
         }
-        if self.meta_rto_at.is_some() {
+        if self.tx.timer().is_some() {
             return;
         }
-        if self.cfg.scheduler == super::SchedulerKind::Upstream {
-            self.meta_rto_at = Some(now + self.upstream_timer_interval(now));
-            return;
-        }
-        let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
-        self.meta_rto_at = Some(now + rto.saturating_mul(2u64 << self.meta_backoff.min(10)));
+        let interval = if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.upstream_timer_interval(now)
+        } else {
+            let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
+            self.tx.backed_off(rto)
+        };
+        self.tx.arm_timer(now + interval);
     }
 
     // ----- incoming segments -----
@@ -817,7 +765,7 @@ impl MptcpConnection {
             }
             AppEvent::SendComplete => {
                 if self.state == MpState::Fallback {
-                    self.data_fin_acked = true;
+                    self.tx.on_fallback_fin_acked();
                     self.events.push_back(AppEvent::SendComplete);
                 }
             }
@@ -878,23 +826,8 @@ impl MptcpConnection {
 
     /// Queues for another subflow the data still outstanding on subflow
     /// `r` (not acknowledged at subflow level) and not yet DATA_ACKed.
-    /// What `r` delivered already is the receiver's: moving it would only
-    /// send it twice (RFC 8684 3.3.6; the out-of-tree kernel's
-    /// `mptcp_reinject_data` walks the subflow's write queue, which holds
-    /// only unacknowledged segments).
     pub(super) fn reinject_from(&mut self, r: usize) {
-        let bit = 1u64 << (r % 64);
-        for &(_, dsn, len) in &self.subs[r].outstanding {
-            let end = dsn + len as u64;
-            // `unacked` is in DSN order; its head may have been trimmed by a partial DATA_ACK.
-            let first = self.unacked.partition_point(|s| s.dsn + s.len as u64 <= dsn);
-            for seg in self.unacked.range_mut(first..).take_while(|s| s.dsn < end) {
-                if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
-                    seg.in_reinject_queue = true;
-                    self.reinject.push_back(seg.dsn);
-                }
-            }
-        }
+        self.tx.reinject_outstanding(r, self.subs[r].outstanding.iter().map(|&(_, dsn, len)| (dsn, len)));
     }
 
     // ----- address management -----
@@ -924,7 +857,7 @@ impl MptcpConnection {
     /// Both DATA_FINs are acknowledged: the connection is over, only its
     /// subflows' closing remains.
     pub(super) fn finished(&self) -> bool {
-        self.data_fin_acked && self.peer_closed
+        self.tx.fin_acked() && self.peer_closed
     }
 
     /// Both DATA_FINs are acknowledged.

@@ -13,6 +13,7 @@ mod pm;
 mod recv;
 mod scheduler;
 mod send;
+mod sender;
 #[cfg(test)]
 mod tests;
 

@@ -6,7 +6,7 @@
 
 use super::connection::{MptcpConnection, Sub};
 use super::scheduler::{Candidate, PathStates, Scheduler};
-use super::send::NextSeg;
+use super::sender::NextSeg;
 use super::MptcpConfig;
 use crate::buffers;
 use mpsim_cc::{CaState, SubflowCc};
@@ -110,14 +110,14 @@ impl MptcpConnection {
     /// `seg` as the scheduler sees it.
     #[inline(always)]
     pub(super) fn candidate(&self, seg: &NextSeg) -> Candidate {
-        let carried_mask = seg.reinject.map_or(0, |i| self.unacked[i].path_mask);
+        let carried_mask = seg.reinject.map_or(0, |i| self.tx.path_mask(i));
         Candidate { len_bytes: seg.len, reinjection: seg.reinject.is_some(), carried_mask }
     }
 
     /// The subflow this connection's scheduler picks for `seg`.
     pub(super) fn pick_ignoring_window(&mut self, seg: &NextSeg) -> Option<usize> {
         let candidate = self.candidate(seg);
-        let room = self.send_limit().saturating_sub(self.data_nxt);
+        let room = self.tx.send_limit().saturating_sub(self.tx.nxt());
         let paths = Paths { subs: &self.subs, cc: &self.cc, cfg: &self.cfg };
         self.sched.pick(&paths, &candidate, room)
     }
@@ -188,23 +188,7 @@ impl MptcpConnection {
     /// after its pointer, else new data. A backup subflow takes only data
     /// never sent before.
     fn redundant_next_for(&mut self, r: usize, backup_only_new: bool) -> Option<NextSeg> {
-        let from = self.subs[r].redundant_next.max(self.data_una);
-        let bit = 1u64 << (r % 64);
-        if !backup_only_new {
-            let i = self.unacked.partition_point(|s| s.dsn < from);
-            if let Some(s) = self.unacked.get(i).copied() {
-                if s.path_mask & bit == 0 {
-                    self.unacked[i].in_reinject_queue = true;
-                    return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
-                }
-            }
-        }
-        if self.data_nxt >= self.app_end {
-            return None;
-        }
-        let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
-        let seg = NextSeg { dsn: self.data_nxt, len, reinject: None };
-        (seg.dsn + len as u64 <= self.send_limit()).then_some(seg)
+        self.tx.redundant_next(r, self.subs[r].redundant_next, backup_only_new, self.cfg.tcp.mss_bytes)
     }
 
     /// Upstream `mptcp_retransmit_timer` and `__mptcp_retrans`: the oldest
@@ -222,9 +206,8 @@ impl MptcpConnection {
             }
         }
         let Some(r) = Scheduler::pick_retrans(&self.paths(), min_stale) else { return };
-        let Some(head) = self.unacked.front().copied() else { return };
-        self.unacked[0].in_reinject_queue = true;
-        self.transmit_on(r, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(0) });
+        let Some(seg) = self.tx.head_as_reinjection() else { return };
+        self.transmit_on(r, seg);
     }
 
     /// One more interval without progress on subflow `r`; once stale it is

@@ -4,6 +4,7 @@
 //! sender's data and move the connection-level window.
 
 use super::connection::{MpState, MptcpConnection};
+use super::sender::DataAck;
 use crate::tcp::AppEvent;
 use mpsim_core::mptcp::DssMapping;
 use mpsim_core::{Packet, SimTime};
@@ -121,7 +122,7 @@ impl MptcpConnection {
     /// A DATA_ACK (absolute, 64-bit or low 32 bits) with the peer's window.
     #[inline(always)]
     pub(super) fn on_data_ack(&mut self, now: SimTime, ack: u64, ack64: bool, wnd_bytes: u64) {
-        let near = self.local_idsn.wrapping_add(self.data_una);
+        let near = self.local_idsn.wrapping_add(self.tx.una());
         let abs = if ack64 { ack } else { expand32(ack, near) };
         self.on_data_ack_rel(now, abs.wrapping_sub(self.local_idsn), wnd_bytes);
     }
@@ -129,38 +130,18 @@ impl MptcpConnection {
     /// Fallback: the subflow's cumulative ACK is the data-level one.
     pub(super) fn on_fallback_ack(&mut self, now: SimTime, pkt: &Packet) {
         if pkt.flags.has(mpsim_core::TcpFlags::ACK) {
-            self.on_data_ack_rel(now, pkt.ack.min(self.data_nxt), pkt.wnd_bytes);
+            self.on_data_ack_rel(now, pkt.ack.min(self.tx.nxt()), pkt.wnd_bytes);
         }
     }
 
     #[inline(always)]
     fn on_data_ack_rel(&mut self, now: SimTime, rel: u64, wnd_bytes: u64) {
-        let fin = self.data_fin_sent as u64;
-        if rel < self.data_una || rel > self.data_nxt + fin {
-            return;
-        }
-        self.snd_wnd_right = self.snd_wnd_right.max(rel + wnd_bytes);
-        if rel == self.data_una {
-            return;
-        }
-        self.data_una = rel;
-        while self.unacked.front().is_some_and(|s| s.dsn + s.len as u64 <= rel) {
-            self.unacked.pop_front();
-        }
-        if let Some(head) = self.unacked.front_mut() {
-            if head.dsn < rel {
-                // Partly acknowledged: keep the rest.
-                head.len -= (rel - head.dsn) as u32;
-                head.dsn = rel;
+        if let DataAck::Advanced { data_fin_acked } = self.tx.on_data_ack(rel, wnd_bytes) {
+            if data_fin_acked {
+                self.events.push_back(AppEvent::SendComplete);
             }
+            self.arm_meta_timer(now);
         }
-        self.meta_backoff = 0;
-        self.meta_rto_at = None;
-        if self.data_fin_sent && rel > self.data_nxt && !self.data_fin_acked {
-            self.data_fin_acked = true;
-            self.events.push_back(AppEvent::SendComplete);
-        }
-        self.arm_meta_timer(now);
     }
 }
 

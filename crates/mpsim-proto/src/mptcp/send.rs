@@ -2,23 +2,15 @@
 //! with MPTCP options (handshake, DSS mapping and DATA_ACK, address
 //! management), and asks the scheduler where new and reinjected data goes.
 
-use super::connection::{Kind, MetaSeg, MpState, MptcpConnection};
+use super::connection::{Kind, MpState, MptcpConnection};
 use super::crypto;
 use super::scheduler::Scheduler;
+use super::sender::NextSeg;
 use super::SchedulerKind;
 use crate::tcp::mtu::{ts_option_bytes, IP_TCP_HEADER_BYTES, TCP_OPTION_SPACE_BYTES};
 use crate::tcp::CcCtx;
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Packet, PacketExt, SimTime, TcpFlags};
-
-/// Where the next segment comes from.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct NextSeg {
-    pub dsn: u64,
-    pub len: u32,
-    /// Index into `unacked` for a reinjection.
-    pub reinject: Option<usize>,
-}
 
 impl MptcpConnection {
     /// The next packet to send (one at a time; the engine uses `drain_transmit`).
@@ -77,7 +69,7 @@ impl MptcpConnection {
                     self.schedule_redundant();
                 }
                 // Nothing to reinject and no new data: `schedule` would find no segment.
-                _ if self.reinject.is_empty() && self.data_nxt >= self.app_end => {}
+                _ if self.tx.idle() => {}
                 _ => self.schedule(now),
             }
             if std::mem::take(&mut self.any_queued) {
@@ -211,7 +203,7 @@ impl MptcpConnection {
         for &(_, r, room) in &ranked {
             let data = self.full_segments_of_data();
             for _ in 0..room.min(data) {
-                let seg = NextSeg { dsn: self.data_nxt, len: first.len, reinject: None };
+                let seg = NextSeg { dsn: self.tx.nxt(), len: first.len, reinject: None };
                 self.transmit_on(r, seg);
             }
             if data <= room {
@@ -226,8 +218,7 @@ impl MptcpConnection {
     /// How many full-size segments of new data the application's data and
     /// the connection-level window hold.
     fn full_segments_of_data(&self) -> u64 {
-        let mss = self.cfg.tcp.mss_bytes as u64;
-        self.send_limit().min(self.app_end).saturating_sub(self.data_nxt) / mss
+        self.tx.full_segments_of_data(self.cfg.tcp.mss_bytes)
     }
 
     fn schedule_reinjections(&mut self) {
@@ -243,66 +234,22 @@ impl MptcpConnection {
     /// connection-level window.
     #[inline(always)]
     fn next_segment(&mut self) -> Option<NextSeg> {
-        while let Some(&dsn) = self.reinject.front() {
-            match self.unacked.iter().position(|s| s.dsn == dsn && s.in_reinject_queue) {
-                Some(i) if self.reinjection_possible(i) => {
-                    let s = self.unacked[i];
-                    return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
-                }
-                Some(i) if !self.unacked[i].mask_cleared => {
-                    // Tried everywhere: clear its path mask and retry once (spec 11.1).
-                    self.unacked[i].mask_cleared = true;
-                    self.unacked[i].path_mask = 0;
-                }
-                Some(i) => {
-                    // Retried already: the subflows' own retransmissions repair it.
-                    self.unacked[i].in_reinject_queue = false;
-                    self.reinject.pop_front();
-                }
-                None => {
-                    self.reinject.pop_front();
-                }
-            }
-        }
-        if self.data_nxt >= self.app_end {
-            return None;
-        }
-        let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
-        Some(NextSeg { dsn: self.data_nxt, len, reinject: None })
-    }
-
-    fn reinjection_possible(&self, i: usize) -> bool {
-        let mask = self.unacked[i].path_mask;
-        self.subs.iter().enumerate().any(|(r, s)| s.ready && !s.gone && mask & (1u64 << (r % 64)) == 0)
+        let (subs, mss) = (&self.subs, self.cfg.tcp.mss_bytes);
+        // Some subflow that may send has not carried it.
+        let reinjectable = |mask: u64| subs.iter().enumerate().any(|(r, s)| s.ready && !s.gone && mask & (1u64 << (r % 64)) == 0);
+        self.tx.next_segment(mss, reinjectable)
     }
 
     fn send_blocked(&self, seg: &NextSeg) -> bool {
-        seg.dsn + seg.len as u64 > self.send_limit()
+        self.tx.blocked(seg)
     }
 
     /// Queues `seg` on subflow `r`; `push_queued` sends it.
     #[inline(always)]
     pub(super) fn transmit_on(&mut self, r: usize, seg: NextSeg) {
-        let bit = 1u64 << (r % 64);
-        match seg.reinject {
-            Some(i) => {
-                let s = &mut self.unacked[i];
-                s.path_mask |= bit;
-                s.in_reinject_queue = false;
-                self.reinject.retain(|&d| d != seg.dsn);
-                self.subs[r].reinjected_bytes += seg.len as u64;
-                self.stats.reinjected_bytes += seg.len as u64;
-            }
-            None => {
-                self.unacked.push_back(MetaSeg {
-                    dsn: seg.dsn,
-                    len: seg.len,
-                    path_mask: bit,
-                    in_reinject_queue: false,
-                    mask_cleared: false,
-                });
-                self.data_nxt += seg.len as u64;
-            }
+        if self.tx.on_sent(r, &seg) {
+            self.subs[r].reinjected_bytes += seg.len as u64;
+            self.stats.reinjected_bytes += seg.len as u64;
         }
         let sub = &mut self.subs[r];
         // The subflow tags the segment with its DSN: the mapping goes on
@@ -317,7 +264,7 @@ impl MptcpConnection {
     /// penalisation (`mptcp_rcv_buf_optimization`, spec 11.1), each if
     /// switched on, when the connection-level window blocks new data.
     fn opportunistic_retransmit(&mut self, now: SimTime) {
-        let Some(head) = self.unacked.front().copied() else { return };
+        let Some(head) = self.tx.head() else { return };
         let probe = NextSeg { dsn: head.dsn, len: head.len, reinject: None };
         let Some(s) = self.pick_ignoring_window(&probe) else { return };
         let Some(o) = (0..self.subs.len()).find(|&o| head.path_mask & (1u64 << (o % 64)) != 0 && o != s) else { return };
@@ -334,9 +281,9 @@ impl MptcpConnection {
         }
         let retransmit = self.cfg.opportunistic_retransmission && head.path_mask & (1u64 << (s % 64)) == 0;
         if retransmit && (self.cc[o].cwnd_pkts <= 4.0 || 4.0 * srtt_s < srtt_o) {
-            let i = 0;
-            self.unacked[i].in_reinject_queue = true;
-            self.transmit_on(s, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(i) });
+            if let Some(seg) = self.tx.head_as_reinjection() {
+                self.transmit_on(s, seg);
+            }
         }
     }
 
@@ -483,11 +430,11 @@ impl MptcpConnection {
     }
 
     fn maybe_send_data_fin(&mut self, now: SimTime) {
-        if !self.close_requested || self.data_nxt < self.app_end || self.data_fin_sent {
+        if !self.tx.fin_due() {
             return;
         }
         if self.state == MpState::Fallback {
-            self.data_fin_sent = true;
+            self.tx.on_fin_sent();
             self.subs[0].sf.close();
             self.drain_subflow(now, 0);
             return;
@@ -496,12 +443,12 @@ impl MptcpConnection {
         let Some(r) = peers.or_else(|| self.best_ready_subflow()) else { return };
         let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
         let mut dss = self.dss_for(r, &p);
-        dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.data_nxt), ssn: 0, len: 1 });
+        dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.tx.nxt()), ssn: 0, len: 1 });
         dss.data_fin = true;
         self.add_checksum(&mut dss);
         self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
         self.emit(p);
-        self.data_fin_sent = true;
+        self.tx.on_fin_sent();
     }
 
     /// The peer's DATA_FIN arrived: a DATA_ACK for it at once on every
@@ -574,7 +521,7 @@ impl MptcpConnection {
     /// Both DATA_FINs done: close every subflow with FIN (RFC 8684
     /// section 3.3.3), sent now: nothing else may come to send them.
     fn maybe_close_subflows(&mut self, now: SimTime) {
-        if self.state != MpState::Established || self.subflows_closed || !(self.data_fin_acked && self.peer_closed) {
+        if self.state != MpState::Established || self.subflows_closed || !self.finished() {
             return;
         }
         self.subflows_closed = true;

@@ -6,10 +6,11 @@
 
 use super::crypto;
 use super::pm::{InterfaceAction, Keys, PathManager, Phase, SubflowAddrs};
+use super::receiver::{DataReceiver, SubflowRx};
 use super::scheduler::{Scheduler, Staleness};
 use super::sender::DataSender;
 use super::{LocalAddr, MptcpConfig, MptcpEvent};
-use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
+use crate::tcp::{AppEvent, CcCtx, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Addr, Packet, SimDuration, SimRng, SimTime, TcpFlags};
@@ -49,10 +50,8 @@ pub(super) struct Sub {
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,
-    /// Receive mappings (ssn, dsn, len), ordered by ssn.
-    pub rx_map: VecDeque<(u64, u64, u32)>,
-    /// Subflow bytes below this were moved to the connection.
-    pub rx_seen: u64,
+    /// Receive mappings and what was delivered in order.
+    pub rx: SubflowRx,
     pub timeouts_seen: u64,
     pub una_seen: u64,
     /// Upstream scheduler: MPTCP retransmission intervals this subflow
@@ -60,8 +59,6 @@ pub(super) struct Sub {
     pub stale: Staleness,
     /// Connection data carried for the first time here after another subflow failed.
     pub reinjected_bytes: u64,
-    /// Data bytes delivered in order at subflow level (receiver side).
-    pub rx_bytes: u64,
     /// Connection data queued on this subflow and not yet acknowledged at
     /// subflow level, oldest first, as (end of its subflow sequence, DSN, length).
     pub outstanding: VecDeque<(u64, u64, u32)>,
@@ -102,14 +99,12 @@ impl Sub {
             third_ack_pending: false,
             pf: false,
             gone: false,
-            rx_map: VecDeque::new(),
-            rx_seen: 1,
+            rx: SubflowRx::default(),
             timeouts_seen: 0,
             una_seen: 0,
             stale: Staleness::default(),
             reinjected_bytes: 0,
             outstanding: VecDeque::new(),
-            rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
@@ -127,18 +122,6 @@ impl Sub {
         self.sf.local
     }
 
-    /// Records a received mapping; mappings mostly arrive in order.
-    #[inline(always)]
-    pub fn insert_rx_map(&mut self, ssn: u64, dsn: u64, len: u32) {
-        if self.rx_map.back().is_none_or(|&(s, _, _)| s < ssn) {
-            self.rx_map.push_back((ssn, dsn, len));
-            return;
-        }
-        match self.rx_map.binary_search_by_key(&ssn, |&(s, _, _)| s) {
-            Ok(i) => self.rx_map[i] = (ssn, dsn, len),
-            Err(i) => self.rx_map.insert(i, (ssn, dsn, len)),
-        }
-    }
     pub fn remote(&self) -> Addr {
         self.sf.remote
     }
@@ -181,16 +164,8 @@ pub struct MptcpConnection {
     pub(super) remote_idsn: u64,
     /// The data-level send side.
     pub(super) tx: DataSender,
-    // Receiver.
-    pub(super) rcv: Receiver,
-    /// Receive-buffer autotuning of the connection (`rcvbuf_auto`).
-    pub(super) rcv_space: Option<crate::buffers::RcvSpace>,
-    pub(super) peer_data_fin: Option<u64>,
-    /// Subflow the peer's DATA_FIN came on: ours goes back on it (spec 11.1).
-    pub(super) peer_data_fin_sub: Option<usize>,
-    pub(super) peer_closed: bool,
-    /// The peer's DATA_FIN arrived and is not yet acknowledged.
-    pub(super) data_fin_ack_due: bool,
+    /// The data-level receive side.
+    pub(super) rx: DataReceiver,
     pub(super) subflows_closed: bool,
     // Addresses.
     pub(super) pm: PathManager,
@@ -250,12 +225,7 @@ impl MptcpConnection {
             local_idsn,
             remote_idsn: 0,
             tx,
-            rcv: Receiver::new(1, rcvbuf),
-            rcv_space,
-            peer_data_fin: None,
-            peer_data_fin_sub: None,
-            peer_closed: false,
-            data_fin_ack_due: false,
+            rx: DataReceiver::new(rcvbuf, rcv_space),
             subflows_closed: false,
             pm,
             any_queued: false,
@@ -368,8 +338,8 @@ impl MptcpConnection {
             self.tx.app_end(),
             self.tx.fin_sent(),
             self.tx.fin_acked(),
-            self.rcv.rcv_nxt,
-            self.peer_data_fin,
+            self.rx.rcv_nxt(),
+            self.rx.peer_fin(),
             self.tx.reinject_queue(),
             self.tx.timer().map(|t| t.as_secs_f64())
         )
@@ -437,13 +407,13 @@ impl MptcpConnection {
             backup: s.backup,
             gone: s.gone,
             reinjected_bytes: s.reinjected_bytes,
-            rx_bytes: s.rx_bytes,
+            rx_bytes: s.rx.delivered_bytes(),
         })
     }
 
     /// Bytes held in the connection's receive buffer (out of order).
     pub fn rcv_buffer_bytes(&self) -> u64 {
-        self.rcv.ooo_bytes()
+        self.rx.ooo_bytes()
     }
 
     pub fn cc_name(&self) -> &'static str {
@@ -545,7 +515,7 @@ impl MptcpConnection {
             return true;
         }
         let sub = &mut self.subs[r];
-        if self.rcv_space.is_some() {
+        if self.rx.autotuned() {
             sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
         }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
@@ -670,7 +640,7 @@ impl MptcpConnection {
             // Implied mapping of the initial subflow's first data (RFC 8684 3.1).
             if pkt.payload_bytes > 0 && self.subs[r].kind == Kind::Initial {
                 let len = (data_len as u32).min(pkt.payload_bytes);
-                self.subs[r].insert_rx_map(pkt.seq, pkt.seq, len);
+                self.subs[r].rx.insert_map(pkt.seq, pkt.seq, len);
             }
         }
         // A DATA_ACK proves the peer has our key (it derives our IDSN).
@@ -857,7 +827,7 @@ impl MptcpConnection {
     /// Both DATA_FINs are acknowledged: the connection is over, only its
     /// subflows' closing remains.
     pub(super) fn finished(&self) -> bool {
-        self.tx.fin_acked() && self.peer_closed
+        self.tx.fin_acked() && self.rx.peer_closed()
     }
 
     /// Both DATA_FINs are acknowledged.

@@ -10,6 +10,7 @@ mod connection;
 pub mod crypto;
 mod paths;
 mod pm;
+mod receiver;
 mod recv;
 mod scheduler;
 mod send;

@@ -48,10 +48,10 @@ impl MptcpConnection {
     }
 
     fn fill(&mut self, now: SimTime) {
-        if self.data_fin_ack_due {
+        if self.rx.take_fin_ack_due() {
             self.ack_data_fin(now);
         }
-        let wnd = self.rcv.window_bytes();
+        let wnd = self.rx.window_bytes();
         for r in 0..self.subs.len() {
             let sub = &mut self.subs[r];
             sub.sf.set_advertised_window(Some(wnd));
@@ -385,7 +385,7 @@ impl MptcpConnection {
     #[inline(always)]
     fn dss_for(&self, r: usize, p: &Packet) -> Dss {
         // Without the peer's key there is no IDSN to acknowledge against.
-        let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
+        let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rx.rcv_nxt()));
         let mut dss = Dss { data_ack, ack64: true, dsn64: true, ..Default::default() };
         if p.payload_bytes > 0 {
             if let Some(dsn) = self.subs[r].sf.last_tag() {
@@ -439,7 +439,7 @@ impl MptcpConnection {
             self.drain_subflow(now, 0);
             return;
         }
-        let peers = self.peer_data_fin_sub.filter(|&r| self.subs[r].ready && !self.subs[r].gone);
+        let peers = self.rx.peer_fin_sub().filter(|&r| self.subs[r].ready && !self.subs[r].gone);
         let Some(r) = peers.or_else(|| self.best_ready_subflow()) else { return };
         let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
         let mut dss = self.dss_for(r, &p);
@@ -459,11 +459,10 @@ impl MptcpConnection {
     /// DATA_ACK until a connection-level retransmission. Each ACK stands for
     /// the subflow's own pending one.
     fn ack_data_fin(&mut self, now: SimTime) {
-        self.data_fin_ack_due = false;
         if self.state != MpState::Established {
             return;
         }
-        let wnd = self.rcv.window_bytes();
+        let wnd = self.rx.window_bytes();
         for r in 0..self.subs.len() {
             if self.subs[r].gone || !self.subs[r].ready {
                 continue;

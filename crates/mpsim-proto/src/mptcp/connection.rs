@@ -1,8 +1,10 @@
-//! The MPTCP connection (spec section 1): the data-level sequence space,
-//! the shared receive buffer, the coupled congestion controller, and the
-//! subflows it owns by value. Handshakes (MP_CAPABLE, MP_JOIN), address
-//! management and reinjection live here; scheduling in `send.rs`,
-//! data-level reassembly in `recv.rs`.
+//! The MPTCP connection (spec section 1): the subflows it owns by value,
+//! the coupled congestion controller, and the sans-IO parts it ties
+//! together: the path manager (`pm.rs`), the scheduler (`scheduler.rs`,
+//! seeing the subflows through `paths.rs`), the data-level send side
+//! (`sender.rs`) and receive side (`receiver.rs`). Handshakes (MP_CAPABLE,
+//! MP_JOIN), options and timers live here; turning subflow output into
+//! MPTCP segments in `send.rs`, DSS input in `recv.rs`.
 
 use super::crypto;
 use super::pm::{InterfaceAction, Keys, PathManager, Phase, SubflowAddrs};
@@ -71,12 +73,9 @@ pub(super) struct Sub {
     pub sndbuf_bytes: u64,
     /// The receiver's RTT estimate on this subflow (autotuning only).
     pub rcv_rtt: crate::buffers::RcvRtt,
-    /// Something happened on it since it was last asked what to send.
-    pub dirty: bool,
-    /// The scheduler queued data on it this round.
-    pub queued: bool,
-    /// Our priority changed: an MP_PRIO with `backup` is to be sent on it.
-    pub prio_pending: bool,
+    /// Something happened on it since it was last asked what to send:
+    /// set by its input methods, taken by `take_dirty`.
+    dirty: bool,
     /// MP_JOIN initiator: the third ACK just went out.
     pub join_ack_sent: bool,
     /// MP_JOIN initiator: when the third ACK goes out again if no fourth
@@ -110,8 +109,6 @@ impl Sub {
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
             rcv_rtt: Default::default(),
             dirty: true,
-            queued: false,
-            prio_pending: false,
             join_ack_sent: false,
             join_ack_due: None,
             join_ack_backoff: 0,
@@ -122,8 +119,69 @@ impl Sub {
         self.sf.local
     }
 
+    /// A segment for this subflow.
+    #[inline(always)]
+    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cx: &mut CcCtx<'_>) {
+        self.sf.handle_segment(now, pkt, cx);
+        self.dirty = true;
+    }
+
+    /// Its timer fired.
+    pub fn handle_timeout(&mut self, now: SimTime, cx: &mut CcCtx<'_>) {
+        self.sf.handle_timeout(now, cx);
+        self.dirty = true;
+    }
+
+    /// Something outside it changed what it may send.
+    pub fn wake(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Something happened on it since the last call.
+    #[inline(always)]
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
     pub fn remote(&self) -> Addr {
         self.sf.remote
+    }
+}
+
+/// A set of subflow indices whose emptiness is known without a walk: a
+/// member and the count change together.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SubflowSet {
+    members: Vec<bool>,
+    count: usize,
+}
+
+impl SubflowSet {
+    #[inline(always)]
+    pub fn insert(&mut self, r: usize) {
+        if self.members.len() <= r {
+            self.members.resize(r + 1, false);
+        }
+        if !std::mem::replace(&mut self.members[r], true) {
+            self.count += 1;
+        }
+    }
+
+    /// Takes `r` out; true if it was in.
+    #[inline(always)]
+    pub fn remove(&mut self, r: usize) -> bool {
+        let was = self.members.get_mut(r).is_some_and(std::mem::take);
+        self.count -= was as usize;
+        was
+    }
+
+    pub fn contains(&self, r: usize) -> bool {
+        self.members.get(r).copied().unwrap_or(false)
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 }
 
@@ -148,7 +206,119 @@ pub struct SubflowInfo<'a> {
     pub rx_bytes: u64,
 }
 
+/// An MPTCP endpoint. Its state is a [`Conn`], read through `Deref`;
+/// every input reaches it through `woken`, which records that something
+/// happened, so that `drain_transmit` looks for something to send again.
+/// Only `drain_transmit` skips that look, when nothing happened since it
+/// last found nothing: no input can forget to wake it.
 pub struct MptcpConnection {
+    /// Nothing happened since the last fill found nothing more to send.
+    quiet: bool,
+    pub(super) conn: Conn,
+}
+
+impl std::ops::Deref for MptcpConnection {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl MptcpConnection {
+    fn new(conn: Conn) -> Self {
+        MptcpConnection { quiet: false, conn }
+    }
+
+    /// The state, for an input: the next `drain_transmit` fills.
+    #[inline(always)]
+    fn woken(&mut self) -> &mut Conn {
+        self.quiet = false;
+        &mut self.conn
+    }
+
+    /// Active open from the first local address to `remote`.
+    pub fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
+        Conn::connect(cfg, remote).map(Self::new)
+    }
+
+    /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
+    pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
+        Conn::accept(cfg, syn).map(Self::new)
+    }
+
+    /// Draws another key (see [`Conn::regenerate_key`]).
+    pub fn regenerate_key(&mut self) {
+        self.woken().regenerate_key();
+    }
+
+    /// Plain TCP from the start: no token of the host was free.
+    pub fn refuse_mptcp(&mut self) {
+        self.woken().refuse_mptcp();
+    }
+
+    pub fn send(&mut self, bytes: u64) {
+        self.woken().send(bytes);
+    }
+    pub fn send_unlimited(&mut self) {
+        self.woken().send_unlimited();
+    }
+    pub fn pause(&mut self) {
+        self.woken().pause();
+    }
+    pub fn close(&mut self) {
+        self.woken().close();
+    }
+    pub fn poll_event(&mut self) -> Option<AppEvent> {
+        self.conn.poll_event()
+    }
+    pub fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
+        self.conn.poll_mptcp_event()
+    }
+
+    pub fn handle_timeout(&mut self, now: SimTime) {
+        self.woken().handle_timeout(now);
+    }
+
+    /// A segment for this connection (any of its 4-tuples). Returns false if
+    /// no subflow matches and it is not an MP_JOIN this connection accepts.
+    #[inline(always)]
+    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
+        self.woken().handle_segment(now, pkt)
+    }
+
+    /// The interface with address `addr` becomes a backup one or a regular one.
+    pub fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
+        self.woken().set_local_addr_backup(addr, backup);
+    }
+
+    /// The host's interface with address `addr` went down or came up.
+    pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
+        self.woken().set_local_addr_up(now, addr, up);
+    }
+
+    /// The next packet to send (one at a time; the engine uses `drain_transmit`).
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
+        if self.conn.polled.is_empty() {
+            let mut batch = Vec::new();
+            self.drain_transmit(now, &mut batch);
+            self.conn.polled = batch.into();
+        }
+        self.conn.polled.pop_front()
+    }
+
+    /// Everything there is to send, appended to `sink` in order, built in
+    /// `sink` itself (the engine's hot path).
+    #[inline(always)]
+    pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
+        let fill = !std::mem::replace(&mut self.quiet, true);
+        self.conn.drain_transmit(now, sink, fill);
+    }
+}
+
+/// The state of an MPTCP connection: the parts (path manager, scheduler,
+/// data-level send and receive sides) and the subflows, and what ties
+/// them (handshakes, options, timers).
+pub struct Conn {
     pub(super) cfg: MptcpConfig,
     pub(super) is_client: bool,
     pub(super) state: MpState,
@@ -169,10 +339,11 @@ pub struct MptcpConnection {
     pub(super) subflows_closed: bool,
     // Addresses.
     pub(super) pm: PathManager,
-    /// Some subflow has `queued` set.
-    pub(super) any_queued: bool,
-    /// Some subflow has `prio_pending` set.
-    pub(super) any_prio_pending: bool,
+    /// Subflows the scheduler queued data on this round.
+    pub(super) queued: SubflowSet,
+    /// Subflows whose priority changed: an MP_PRIO with their `backup`
+    /// is to be sent on each.
+    pub(super) prio_pending: SubflowSet,
     /// Subflow of the last segment received (most segments follow it).
     pub(super) last_rx_sub: usize,
     pub(super) sched: Scheduler,
@@ -189,8 +360,6 @@ pub struct MptcpConnection {
     /// DSS checksums are in use: this end or the peer asked for them in
     /// its MP_CAPABLE (flag A).
     pub(super) checksums: bool,
-    /// Nothing happened since the last fill found nothing more to send.
-    pub(super) quiet: bool,
     /// Reused buffer of DSN ranges moved from a subflow to the connection.
     pub(super) scratch_ranges: Vec<(u64, u64)>,
     /// Reused buffer of the scheduler's ranking.
@@ -198,7 +367,7 @@ pub struct MptcpConnection {
     pub stats: MptcpStats,
 }
 
-impl MptcpConnection {
+impl Conn {
     fn base(mut cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
         let mut ctrl = Controller::new(&cfg.cc, cfg.tcp.cc_mode)?;
         ctrl.on_subflow_added(0);
@@ -210,7 +379,7 @@ impl MptcpConnection {
         let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
         let tx = DataSender::new(rcvbuf, cfg.sndbuf_bytes);
         let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
-        Ok(MptcpConnection {
+        Ok(Conn {
             cfg,
             is_client,
             state: MpState::Handshake,
@@ -228,8 +397,8 @@ impl MptcpConnection {
             rx: DataReceiver::new(rcvbuf, rcv_space),
             subflows_closed: false,
             pm,
-            any_queued: false,
-            any_prio_pending: false,
+            queued: SubflowSet::default(),
+            prio_pending: SubflowSet::default(),
             last_rx_sub: 0,
             sched,
             out: Vec::new(),
@@ -239,7 +408,6 @@ impl MptcpConnection {
             connected_reported: false,
             peer_confirmed: false,
             checksums: false,
-            quiet: false,
             scratch_ranges: Vec::new(),
             ranked: Vec::new(),
             stats: MptcpStats::default(),
@@ -270,7 +438,7 @@ impl MptcpConnection {
     }
 
     /// Active open from the first local address to `remote`.
-    pub fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
+    pub(super) fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
         let cfg = Self::sized(cfg);
         let local = cfg.local_addrs.first().map_or(Addr(0), |a| a.addr);
         let tcp = Self::subflow_tcp(&cfg.tcp);
@@ -284,7 +452,7 @@ impl MptcpConnection {
     }
 
     /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
-    pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
+    pub(super) fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
         let mut c = Self::base(Self::sized(cfg), false)?;
         c.pm.set_peer(syn.src, syn.sport);
         match syn.ext.mptcp().map(|m| m.option) {
@@ -357,7 +525,7 @@ impl MptcpConnection {
     /// taken on the host (`mptcp_token_new_connect`,
     /// `mptcp_token_new_request`, net/mptcp/token.c). Only before the
     /// connection sent anything: the key goes out in its handshake.
-    pub fn regenerate_key(&mut self) {
+    pub(super) fn regenerate_key(&mut self) {
         self.local_key = self.rng.next_u64();
         (self.local_token, self.local_idsn) = crypto::token_idsn_v1(self.local_key);
         let token = self.local_token;
@@ -370,32 +538,28 @@ impl MptcpConnection {
 
     /// Plain TCP from the start: no token of the host was free (Linux
     /// falls back when `mptcp_token_new_*` keeps failing).
-    pub fn refuse_mptcp(&mut self) {
+    pub(super) fn refuse_mptcp(&mut self) {
         self.fall_back();
     }
 
     // ----- application side -----
 
-    pub fn send(&mut self, bytes: u64) {
-        self.quiet = false;
+    pub(super) fn send(&mut self, bytes: u64) {
         self.tx.write(bytes);
     }
-    pub fn send_unlimited(&mut self) {
-        self.quiet = false;
+    pub(super) fn send_unlimited(&mut self) {
         self.tx.write_unlimited();
     }
-    pub fn pause(&mut self) {
-        self.quiet = false;
+    pub(super) fn pause(&mut self) {
         self.tx.pause();
     }
-    pub fn close(&mut self) {
-        self.quiet = false;
+    pub(super) fn close(&mut self) {
         self.tx.close();
     }
-    pub fn poll_event(&mut self) -> Option<AppEvent> {
+    pub(super) fn poll_event(&mut self) -> Option<AppEvent> {
         self.events.pop_front()
     }
-    pub fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
+    pub(super) fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
         self.mevents.pop_front()
     }
 
@@ -434,16 +598,14 @@ impl MptcpConnection {
         (next != u64::MAX).then_some(SimTime(next))
     }
 
-    pub fn handle_timeout(&mut self, now: SimTime) {
-        self.quiet = false;
+    pub(super) fn handle_timeout(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
             if self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
                 continue;
             }
             let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-            sub.sf.handle_timeout(now, &mut cx);
-            sub.dirty = true;
+            sub.handle_timeout(now, &mut cx);
             self.after_subflow_activity(now, r);
         }
         if self.tx.timer().is_some_and(|t| t <= now) {
@@ -459,7 +621,7 @@ impl MptcpConnection {
             s.join_ack_due = None;
             if !s.ready && !s.gone {
                 s.third_ack_pending = true;
-                s.dirty = true;
+                s.wake();
             }
         }
     }
@@ -500,8 +662,7 @@ impl MptcpConnection {
 
     /// A segment for this connection (any of its 4-tuples). Returns false if
     /// no subflow matches and it is not an MP_JOIN this connection accepts.
-    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
-        self.quiet = false;
+    pub(super) fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
         let Some(r) = self.subflow_of(pkt) else {
             return self.accept_join(now, pkt);
         };
@@ -519,8 +680,7 @@ impl MptcpConnection {
             sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
         }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-        sub.sf.handle_segment(now, pkt, &mut cx);
-        sub.dirty = true;
+        sub.handle_segment(now, pkt, &mut cx);
         if let Some(m) = opts {
             self.after_options(now, r, pkt, m);
         } else if self.state == MpState::Fallback {
@@ -892,20 +1052,17 @@ impl MptcpConnection {
     /// regular one again): its subflows change priority and tell the peer
     /// with MP_PRIO (spec 3.6, 9), as Linux does on
     /// `ip link set dev X multipath backup`.
-    pub fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
-        self.quiet = false;
+    pub(super) fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
         self.pm.set_backup(addr, backup);
-        for s in self.subs.iter_mut().filter(|s| !s.gone && s.local() == addr && s.backup != backup) {
+        for (r, s) in self.subs.iter_mut().enumerate().filter(|(_, s)| !s.gone && s.local() == addr && s.backup != backup) {
             s.backup = backup;
-            s.prio_pending = true;
-            self.any_prio_pending = true;
+            self.prio_pending.insert(r);
         }
     }
 
     /// The host's interface with address `addr` went down or came up.
-    pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
-        self.quiet = false;
-        self.subs.iter_mut().for_each(|s| s.dirty = true);
+    pub(super) fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
+        self.subs.iter_mut().for_each(Sub::wake);
         let phase = Phase { established: self.state == MpState::Established, finished: self.finished() };
         match self.pm.set_local_addr_up(addr, up, &self.subflow_addrs(), phase, self.keys()) {
             InterfaceAction::Nothing => {}
@@ -918,5 +1075,24 @@ impl MptcpConnection {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SubflowSet;
+
+    #[test]
+    fn a_subflow_set_knows_it_is_empty_without_a_walk() {
+        let mut set = SubflowSet::default();
+        assert!(set.is_empty() && !set.remove(3) && !set.contains(3));
+        set.insert(3);
+        set.insert(3);
+        set.insert(0);
+        assert!(!set.is_empty() && set.contains(3) && set.contains(0) && !set.contains(1));
+        assert!(set.remove(3) && !set.remove(3));
+        assert!(!set.is_empty());
+        assert!(set.remove(0));
+        assert!(set.is_empty());
     }
 }

@@ -4,7 +4,7 @@
 //! scheduling rounds that need the connection's data: redundant
 //! scheduling and upstream's connection-level retransmission.
 
-use super::connection::{MptcpConnection, Sub};
+use super::connection::{Conn, Sub};
 use super::scheduler::{Candidate, PathStates, Scheduler};
 use super::sender::NextSeg;
 use super::MptcpConfig;
@@ -100,7 +100,7 @@ impl PathStates for Paths<'_> {
     }
 }
 
-impl MptcpConnection {
+impl Conn {
     /// The subflows as the scheduler sees them.
     #[inline(always)]
     pub(super) fn paths(&self) -> Paths<'_> {
@@ -278,8 +278,8 @@ mod tests {
     /// send buffer last grew, in one scheduling round.
     fn handed_at(cwnd_pkts: f64, sndbuf_bytes: Option<u64>) -> u64 {
         let (mut c, now) = established(SchedulerKind::Upstream, sndbuf_bytes);
-        c.cc[0].cwnd_pkts = cwnd_pkts;
-        c.expand_sndbuf(0);
+        c.conn.cc[0].cwnd_pkts = cwnd_pkts;
+        c.conn.expand_sndbuf(0);
         c.send(10_000_000);
         let mut out = Vec::new();
         c.drain_transmit(now, &mut out);
@@ -328,19 +328,19 @@ mod tests {
     #[test]
     fn a_subflow_holding_a_full_window_keeps_its_send_buffer() {
         let (mut c, now) = established(SchedulerKind::Upstream, None);
-        c.cc[0].cwnd_pkts = 10.0;
-        c.expand_sndbuf(0);
+        c.conn.cc[0].cwnd_pkts = 10.0;
+        c.conn.expand_sndbuf(0);
         c.send(10_000_000);
         let mut out = Vec::new();
         c.drain_transmit(now, &mut out);
         assert_eq!(c.subs[0].sf.unacked_app_bytes(), 47 * SEG);
         // 40 segments of window: what it holds fills it (tcp_should_expand_sndbuf).
-        c.cc[0].cwnd_pkts = 40.0;
-        c.expand_sndbuf(0);
+        c.conn.cc[0].cwnd_pkts = 40.0;
+        c.conn.expand_sndbuf(0);
         assert_eq!(c.subs[0].sndbuf_bytes, 87_040);
         // 84 segments: room in the window, the buffer follows it.
-        c.cc[0].cwnd_pkts = 84.0;
-        c.expand_sndbuf(0);
+        c.conn.cc[0].cwnd_pkts = 84.0;
+        c.conn.expand_sndbuf(0);
         assert_eq!(c.subs[0].sndbuf_bytes, 731_136);
     }
 }

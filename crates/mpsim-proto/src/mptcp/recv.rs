@@ -3,7 +3,7 @@
 //! the connection reassembles in its shared buffer; DATA_ACKs free the
 //! sender's data and move the connection-level window.
 
-use super::connection::{MpState, MptcpConnection};
+use super::connection::{Conn, MpState};
 use super::sender::DataAck;
 use crate::tcp::AppEvent;
 use mpsim_core::mptcp::DssMapping;
@@ -16,7 +16,7 @@ pub(super) fn expand32(low: u64, near: u64) -> u64 {
     [base.wrapping_sub(1 << 32), base, base.wrapping_add(1 << 32)].into_iter().min_by_key(|c| c.abs_diff(near)).unwrap_or(base)
 }
 
-impl MptcpConnection {
+impl Conn {
     /// A DSS mapping arrived on subflow `r` with segment `pkt`.
     #[inline(always)]
     pub(super) fn on_mapping(&mut self, r: usize, pkt: &Packet, map: DssMapping, data_fin: bool) {

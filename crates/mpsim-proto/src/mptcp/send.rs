@@ -2,7 +2,7 @@
 //! with MPTCP options (handshake, DSS mapping and DATA_ACK, address
 //! management), and asks the scheduler where new and reinjected data goes.
 
-use super::connection::{Kind, MpState, MptcpConnection};
+use super::connection::{Conn, Kind, MpState};
 use super::crypto;
 use super::scheduler::Scheduler;
 use super::sender::NextSeg;
@@ -12,20 +12,11 @@ use crate::tcp::CcCtx;
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Packet, PacketExt, SimTime, TcpFlags};
 
-impl MptcpConnection {
-    /// The next packet to send (one at a time; the engine uses `drain_transmit`).
-    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
-        if self.polled.is_empty() {
-            let mut batch = Vec::new();
-            self.drain_transmit(now, &mut batch);
-            self.polled = batch.into();
-        }
-        self.polled.pop_front()
-    }
-
+impl Conn {
     /// Everything there is to send, appended to `sink` in order, built in
-    /// `sink` itself (the engine's hot path).
-    pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
+    /// `sink` itself (the engine's hot path); with `fill`, what the
+    /// subflows and the scheduler have to send is looked for.
+    pub(super) fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>, fill: bool) {
         // Packets made for `poll_transmit` and emitted since the last call
         // (both rare) go first.
         if !self.polled.is_empty() {
@@ -35,9 +26,8 @@ impl MptcpConnection {
             sink.append(&mut self.out);
         }
         std::mem::swap(&mut self.out, sink);
-        if !self.quiet {
+        if fill {
             self.fill(now);
-            self.quiet = true;
         }
         std::mem::swap(&mut self.out, sink);
     }
@@ -56,7 +46,7 @@ impl MptcpConnection {
             let sub = &mut self.subs[r];
             sub.sf.set_advertised_window(Some(wnd));
             // Only subflows that saw something can have something new to send.
-            if !sub.gone && std::mem::take(&mut sub.dirty) && !self.nothing_due(r) {
+            if !sub.gone && sub.take_dirty() && !self.nothing_due(r) {
                 self.drain_subflow(now, r);
             }
         }
@@ -72,14 +62,14 @@ impl MptcpConnection {
                 _ if self.tx.idle() => {}
                 _ => self.schedule(now),
             }
-            if std::mem::take(&mut self.any_queued) {
+            if !self.queued.is_empty() {
                 self.push_queued(now);
             }
             self.maybe_send_data_fin(now);
             if self.pm.next_announcement().is_some() {
                 self.send_announcements(now);
             }
-            if self.any_prio_pending {
+            if !self.prio_pending.is_empty() {
                 self.send_priorities(now);
             }
             self.maybe_close_subflows(now);
@@ -151,7 +141,7 @@ impl MptcpConnection {
     #[inline(always)]
     fn push_queued(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
-            if std::mem::take(&mut self.subs[r].queued) {
+            if self.queued.remove(r) {
                 self.drain_subflow(now, r);
             }
         }
@@ -256,8 +246,7 @@ impl MptcpConnection {
         // it, and on every retransmission of it (`dss_for`).
         sub.sf.send_segment(seg.len as u64, seg.dsn);
         sub.outstanding.push_back((sub.sf.write_seq(), seg.dsn, seg.len));
-        sub.queued = true;
-        self.any_queued = true;
+        self.queued.insert(r);
     }
 
     /// The out-of-tree kernel's opportunistic retransmission and
@@ -495,25 +484,23 @@ impl MptcpConnection {
         if self.state != MpState::Established {
             return;
         }
-        self.any_prio_pending = false;
         for r in 0..self.subs.len() {
-            let s = &self.subs[r];
-            if !s.prio_pending || s.gone {
+            if !self.prio_pending.contains(r) {
                 continue;
             }
-            if !s.ready {
-                self.any_prio_pending = true; // once it is
+            if self.subs[r].gone {
+                self.prio_pending.remove(r);
                 continue;
             }
-            let Some(mut p) = self.subs[r].sf.control_packet(now) else {
-                self.any_prio_pending = true;
-                continue;
-            };
+            if !self.subs[r].ready {
+                continue; // once it is
+            }
+            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
             let dss = self.dss_for(r, &p);
             let option = MpOption::MpPrio { backup: self.subs[r].backup };
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
             self.emit(p);
-            self.subs[r].prio_pending = false;
+            self.prio_pending.remove(r);
         }
     }
 

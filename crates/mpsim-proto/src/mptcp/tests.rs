@@ -141,6 +141,29 @@ fn a_transfer_runs_without_the_engine() {
 }
 
 #[test]
+fn every_input_makes_the_next_drain_look_for_something_to_send() {
+    let mut client = MptcpConnection::connect(config(Addr(1), 1), (Addr(2), 80)).expect("lia exists");
+    let mut now = SimTime::ZERO;
+    let syn = client.poll_transmit(now).expect("a SYN");
+    let mut server = MptcpConnection::accept(config(Addr(2), 2), &syn).expect("lia exists");
+    for _ in 0..4 {
+        now += mpsim_core::SimDuration::from_millis(1);
+        while let Some(p) = server.poll_transmit(now) {
+            client.handle_segment(now, &p);
+        }
+        while let Some(p) = client.poll_transmit(now) {
+            server.handle_segment(now, &p);
+        }
+    }
+    let mut out = Vec::new();
+    client.drain_transmit(now, &mut out);
+    assert!(out.is_empty(), "nothing happened: nothing to send");
+    client.send(1_000);
+    client.drain_transmit(now, &mut out);
+    assert_eq!(out.iter().map(|p| p.payload_bytes as u64).sum::<u64>(), 1_000);
+}
+
+#[test]
 fn packets_taken_one_at_a_time_are_those_drained_at_once() {
     let drained = transfer(200_000, false);
     let polled = transfer(200_000, true);

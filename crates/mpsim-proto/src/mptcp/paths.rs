@@ -228,13 +228,15 @@ impl Conn {
     }
 
     /// Upstream `mptcp_set_timeout`: the time left on the subflows'
-    /// pending timers, the longest, for those not yet counting intervals
-    /// without progress; `TCP_RTO_MIN` if there is none.
+    /// pending retransmission timers, the longest, for those not yet
+    /// counting intervals without progress; `TCP_RTO_MIN` if there is none.
+    /// Only the `icsk_pending` timers count (`mptcp_timeout_from_subflow`,
+    /// net/mptcp/protocol.c): a delayed ACK or TIME_WAIT is not one.
     pub(super) fn upstream_timer_interval(&self, now: SimTime) -> SimDuration {
         self.subs
             .iter()
             .filter(|s| !s.gone && s.stale.count() == 0)
-            .filter_map(|s| s.sf.poll_timeout())
+            .filter_map(|s| s.sf.retransmit_timeout())
             .map(|t| SimDuration(t.0.saturating_sub(now.0)))
             .max()
             .filter(|d| *d > SimDuration::ZERO)
@@ -267,6 +269,37 @@ mod tests {
         }
         assert!(client.subs[0].ready, "the handshake completed");
         (client, now)
+    }
+
+    #[test]
+    fn the_upstream_timer_interval_counts_retransmission_timers_only() {
+        // A server that received a segment owes a delayed ACK (40 ms) and
+        // has nothing of its own in flight: Linux's `mptcp_timeout_from_subflow`
+        // sees no `icsk_pending` timer there, and the interval is TCP_RTO_MIN.
+        let cfg = |addr, seed| MptcpConfig { scheduler: SchedulerKind::Upstream, ..config(addr, seed) };
+        let mut client = MptcpConnection::connect(cfg(Addr(1), 1), (Addr(2), 80)).expect("lia exists");
+        let mut now = SimTime::ZERO;
+        let syn = client.poll_transmit(now).expect("a SYN");
+        let mut server = MptcpConnection::accept(cfg(Addr(2), 2), &syn).expect("lia exists");
+        for round in 0..5 {
+            now += SimDuration::from_millis(1);
+            if round == 4 {
+                client.send(SEG);
+            }
+            while let Some(p) = server.poll_transmit(now) {
+                client.handle_segment(now, &p);
+            }
+            while let Some(p) = client.poll_transmit(now) {
+                server.handle_segment(now, &p);
+            }
+        }
+        let sf = &server.subs[0].sf;
+        assert!(sf.poll_timeout().is_some_and(|t| t <= now + SimDuration::from_millis(40)), "a delayed ACK is due");
+        assert_eq!(sf.retransmit_timeout(), None);
+        assert_eq!(server.upstream_timer_interval(now), SimDuration::from_millis(200));
+        // The client's RTO is pending: the time left on it.
+        let rto_at = client.subs[0].sf.retransmit_timeout().expect("data in flight");
+        assert_eq!(client.upstream_timer_interval(now), rto_at - now);
     }
 
     /// Payload of one MPTCP segment here: the 1500-byte MTU less IPv4 and

@@ -1,12 +1,18 @@
-//! The MPTCP connection (spec section 1): the data-level sequence space,
-//! the shared receive buffer, the coupled congestion controller, and the
-//! subflows it owns by value. Handshakes (MP_CAPABLE, MP_JOIN), address
-//! management and reinjection live here; scheduling in `send.rs`,
-//! data-level reassembly in `recv.rs`.
+//! The MPTCP connection (spec section 1): the subflows it owns by value,
+//! the coupled congestion controller, and the sans-IO parts it ties
+//! together: the path manager (`pm.rs`), the scheduler (`scheduler.rs`,
+//! seeing the subflows through `paths.rs`), the data-level send side
+//! (`sender.rs`) and receive side (`receiver.rs`). Handshakes (MP_CAPABLE,
+//! MP_JOIN), options and timers live here; turning subflow output into
+//! MPTCP segments in `send.rs`, DSS input in `recv.rs`.
 
 use super::crypto;
-use super::{LocalAddr, MptcpConfig, MptcpEvent, PathManagerKind};
-use crate::tcp::{AppEvent, CcCtx, Receiver, Subflow, TcpConfig, TcpState};
+use super::pm::{InterfaceAction, Keys, PathManager, Phase, SubflowAddrs};
+use super::receiver::{DataReceiver, SubflowRx};
+use super::scheduler::{Scheduler, Staleness};
+use super::sender::DataSender;
+use super::{LocalAddr, MptcpConfig, MptcpEvent};
+use crate::tcp::{AppEvent, CcCtx, Subflow, TcpConfig, TcpState};
 use mpsim_cc::{CcError, CongestionController, Controller, SubflowCc};
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Addr, Packet, SimDuration, SimRng, SimTime, TcpFlags};
@@ -46,21 +52,15 @@ pub(super) struct Sub {
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,
-    /// Receive mappings (ssn, dsn, len), ordered by ssn.
-    pub rx_map: VecDeque<(u64, u64, u32)>,
-    /// Subflow bytes below this were moved to the connection.
-    pub rx_seen: u64,
+    /// Receive mappings and what was delivered in order.
+    pub rx: SubflowRx,
     pub timeouts_seen: u64,
     pub una_seen: u64,
     /// Upstream scheduler: MPTCP retransmission intervals this subflow
-    /// spent with data outstanding and no progress, and its `una_seen` when
-    /// counting began (`stale_count`, `stale_rcv_tstamp` of Linux).
-    pub stale_count: u8,
-    pub stale_mark: u64,
+    /// spent with data outstanding and no progress.
+    pub stale: Staleness,
     /// Connection data carried for the first time here after another subflow failed.
     pub reinjected_bytes: u64,
-    /// Data bytes delivered in order at subflow level (receiver side).
-    pub rx_bytes: u64,
     /// Connection data queued on this subflow and not yet acknowledged at
     /// subflow level, oldest first, as (end of its subflow sequence, DSN, length).
     pub outstanding: VecDeque<(u64, u64, u32)>,
@@ -68,20 +68,14 @@ pub(super) struct Sub {
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
     pub last_penalised: Option<SimTime>,
-    /// Upstream scheduler: the subflow's `avg_pacing_rate`, bytes per
-    /// second (0 until first scheduled).
-    pub avg_pacing_rate_bps: u64,
     /// Upstream scheduler: the subflow's `sk_sndbuf`, bytes of socket
     /// memory, grown with its window (`tcp_sndbuf_expand`).
     pub sndbuf_bytes: u64,
     /// The receiver's RTT estimate on this subflow (autotuning only).
     pub rcv_rtt: crate::buffers::RcvRtt,
-    /// Something happened on it since it was last asked what to send.
-    pub dirty: bool,
-    /// The scheduler queued data on it this round.
-    pub queued: bool,
-    /// Our priority changed: an MP_PRIO with `backup` is to be sent on it.
-    pub prio_pending: bool,
+    /// Something happened on it since it was last asked what to send:
+    /// set by its input methods, taken by `take_dirty`.
+    dirty: bool,
     /// MP_JOIN initiator: the third ACK just went out.
     pub join_ack_sent: bool,
     /// MP_JOIN initiator: when the third ACK goes out again if no fourth
@@ -104,23 +98,17 @@ impl Sub {
             third_ack_pending: false,
             pf: false,
             gone: false,
-            rx_map: VecDeque::new(),
-            rx_seen: 1,
+            rx: SubflowRx::default(),
             timeouts_seen: 0,
             una_seen: 0,
-            stale_count: 0,
-            stale_mark: 0,
+            stale: Staleness::default(),
             reinjected_bytes: 0,
             outstanding: VecDeque::new(),
-            rx_bytes: 0,
             redundant_next: 1,
             last_penalised: None,
-            avg_pacing_rate_bps: 0,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
             rcv_rtt: Default::default(),
             dirty: true,
-            queued: false,
-            prio_pending: false,
             join_ack_sent: false,
             join_ack_due: None,
             join_ack_backoff: 0,
@@ -131,42 +119,70 @@ impl Sub {
         self.sf.local
     }
 
-    /// Records a received mapping; mappings mostly arrive in order.
+    /// A segment for this subflow.
     #[inline(always)]
-    pub fn insert_rx_map(&mut self, ssn: u64, dsn: u64, len: u32) {
-        if self.rx_map.back().is_none_or(|&(s, _, _)| s < ssn) {
-            self.rx_map.push_back((ssn, dsn, len));
-            return;
-        }
-        match self.rx_map.binary_search_by_key(&ssn, |&(s, _, _)| s) {
-            Ok(i) => self.rx_map[i] = (ssn, dsn, len),
-            Err(i) => self.rx_map.insert(i, (ssn, dsn, len)),
-        }
+    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cx: &mut CcCtx<'_>) {
+        self.sf.handle_segment(now, pkt, cx);
+        self.dirty = true;
     }
+
+    /// Its timer fired.
+    pub fn handle_timeout(&mut self, now: SimTime, cx: &mut CcCtx<'_>) {
+        self.sf.handle_timeout(now, cx);
+        self.dirty = true;
+    }
+
+    /// Something outside it changed what it may send.
+    pub fn wake(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Something happened on it since the last call.
+    #[inline(always)]
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
     pub fn remote(&self) -> Addr {
         self.sf.remote
     }
 }
 
-/// A connection-level segment not yet DATA_ACKed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct MetaSeg {
-    pub dsn: u64,
-    pub len: u32,
-    /// Subflows that carried it (bit r).
-    pub path_mask: u64,
-    pub in_reinject_queue: bool,
-    /// Its path mask was cleared once after every subflow had carried it.
-    pub mask_cleared: bool,
+/// A set of subflow indices whose emptiness is known without a walk: a
+/// member and the count change together.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SubflowSet {
+    members: Vec<bool>,
+    count: usize,
 }
 
-/// An ADD_ADDR sent and not yet echoed.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Unechoed {
-    pub option: MpOption,
-    pub addr_id: u8,
-    pub due: SimTime,
-    pub retransmissions: u8,
+impl SubflowSet {
+    #[inline(always)]
+    pub fn insert(&mut self, r: usize) {
+        if self.members.len() <= r {
+            self.members.resize(r + 1, false);
+        }
+        if !std::mem::replace(&mut self.members[r], true) {
+            self.count += 1;
+        }
+    }
+
+    /// Takes `r` out; true if it was in.
+    #[inline(always)]
+    pub fn remove(&mut self, r: usize) -> bool {
+        let was = self.members.get_mut(r).is_some_and(std::mem::take);
+        self.count -= was as usize;
+        was
+    }
+
+    pub fn contains(&self, r: usize) -> bool {
+        self.members.get(r).copied().unwrap_or(false)
+    }
+
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
 }
 
 /// Connection counters.
@@ -190,7 +206,119 @@ pub struct SubflowInfo<'a> {
     pub rx_bytes: u64,
 }
 
+/// An MPTCP endpoint. Its state is a [`Conn`], read through `Deref`;
+/// every input reaches it through `woken`, which records that something
+/// happened, so that `drain_transmit` looks for something to send again.
+/// Only `drain_transmit` skips that look, when nothing happened since it
+/// last found nothing: no input can forget to wake it.
 pub struct MptcpConnection {
+    /// Nothing happened since the last fill found nothing more to send.
+    quiet: bool,
+    pub(super) conn: Conn,
+}
+
+impl std::ops::Deref for MptcpConnection {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        &self.conn
+    }
+}
+
+impl MptcpConnection {
+    fn new(conn: Conn) -> Self {
+        MptcpConnection { quiet: false, conn }
+    }
+
+    /// The state, for an input: the next `drain_transmit` fills.
+    #[inline(always)]
+    fn woken(&mut self) -> &mut Conn {
+        self.quiet = false;
+        &mut self.conn
+    }
+
+    /// Active open from the first local address to `remote`.
+    pub fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
+        Conn::connect(cfg, remote).map(Self::new)
+    }
+
+    /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
+    pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
+        Conn::accept(cfg, syn).map(Self::new)
+    }
+
+    /// Draws another key (see [`Conn::regenerate_key`]).
+    pub fn regenerate_key(&mut self) {
+        self.woken().regenerate_key();
+    }
+
+    /// Plain TCP from the start: no token of the host was free.
+    pub fn refuse_mptcp(&mut self) {
+        self.woken().refuse_mptcp();
+    }
+
+    pub fn send(&mut self, bytes: u64) {
+        self.woken().send(bytes);
+    }
+    pub fn send_unlimited(&mut self) {
+        self.woken().send_unlimited();
+    }
+    pub fn pause(&mut self) {
+        self.woken().pause();
+    }
+    pub fn close(&mut self) {
+        self.woken().close();
+    }
+    pub fn poll_event(&mut self) -> Option<AppEvent> {
+        self.conn.poll_event()
+    }
+    pub fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
+        self.conn.poll_mptcp_event()
+    }
+
+    pub fn handle_timeout(&mut self, now: SimTime) {
+        self.woken().handle_timeout(now);
+    }
+
+    /// A segment for this connection (any of its 4-tuples). Returns false if
+    /// no subflow matches and it is not an MP_JOIN this connection accepts.
+    #[inline(always)]
+    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
+        self.woken().handle_segment(now, pkt)
+    }
+
+    /// The interface with address `addr` becomes a backup one or a regular one.
+    pub fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
+        self.woken().set_local_addr_backup(addr, backup);
+    }
+
+    /// The host's interface with address `addr` went down or came up.
+    pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
+        self.woken().set_local_addr_up(now, addr, up);
+    }
+
+    /// The next packet to send (one at a time; the engine uses `drain_transmit`).
+    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
+        if self.conn.polled.is_empty() {
+            let mut batch = Vec::new();
+            self.drain_transmit(now, &mut batch);
+            self.conn.polled = batch.into();
+        }
+        self.conn.polled.pop_front()
+    }
+
+    /// Everything there is to send, appended to `sink` in order, built in
+    /// `sink` itself (the engine's hot path).
+    #[inline(always)]
+    pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
+        let fill = !std::mem::replace(&mut self.quiet, true);
+        self.conn.drain_transmit(now, sink, fill);
+    }
+}
+
+/// The state of an MPTCP connection: the parts (path manager, scheduler,
+/// data-level send and receive sides) and the subflows, and what ties
+/// them (handshakes, options, timers).
+pub struct Conn {
     pub(super) cfg: MptcpConfig,
     pub(super) is_client: bool,
     pub(super) state: MpState,
@@ -204,48 +332,21 @@ pub struct MptcpConnection {
     pub(super) remote_token: u32,
     pub(super) local_idsn: u64,
     pub(super) remote_idsn: u64,
-    // Sender, relative DSNs (first byte 1).
-    pub(super) data_una: u64,
-    pub(super) data_nxt: u64,
-    pub(super) app_end: u64,
-    pub(super) close_requested: bool,
-    pub(super) data_fin_sent: bool,
-    pub(super) data_fin_acked: bool,
-    pub(super) snd_wnd_right: u64,
-    pub(super) unacked: VecDeque<MetaSeg>,
-    pub(super) reinject: VecDeque<u64>,
-    pub(super) meta_rto_at: Option<SimTime>,
-    pub(super) meta_backoff: u32,
-    // Receiver.
-    pub(super) rcv: Receiver,
-    /// Receive-buffer autotuning of the connection (`rcvbuf_auto`).
-    pub(super) rcv_space: Option<crate::buffers::RcvSpace>,
-    pub(super) peer_data_fin: Option<u64>,
-    /// Subflow the peer's DATA_FIN came on: ours goes back on it (spec 11.1).
-    pub(super) peer_data_fin_sub: Option<usize>,
-    pub(super) peer_closed: bool,
-    /// The peer's DATA_FIN arrived and is not yet acknowledged.
-    pub(super) data_fin_ack_due: bool,
+    /// The data-level send side.
+    pub(super) tx: DataSender,
+    /// The data-level receive side.
+    pub(super) rx: DataReceiver,
     pub(super) subflows_closed: bool,
     // Addresses.
-    pub(super) remote_addrs: Vec<(u8, Addr)>,
-    pub(super) remote_port: u16,
-    pub(super) next_port: u16,
-    pub(super) announce: VecDeque<MpOption>,
-    pub(super) unechoed: Vec<Unechoed>,
-    pub(super) addrs_announced: bool,
-    /// Some subflow has `queued` set.
-    pub(super) any_queued: bool,
-    /// Some subflow has `prio_pending` set.
-    pub(super) any_prio_pending: bool,
+    pub(super) pm: PathManager,
+    /// Subflows the scheduler queued data on this round.
+    pub(super) queued: SubflowSet,
+    /// Subflows whose priority changed: an MP_PRIO with their `backup`
+    /// is to be sent on each.
+    pub(super) prio_pending: SubflowSet,
     /// Subflow of the last segment received (most segments follow it).
     pub(super) last_rx_sub: usize,
-    pub(super) add_addr_accepted: u8,
-    pub(super) rr_last: usize,
-    /// Upstream scheduler: the subflow of the current burst and the bytes
-    /// left in it (`msk->last_snd`, `msk->snd_burst`).
-    pub(super) last_snd: Option<usize>,
-    pub(super) snd_burst_bytes: u64,
+    pub(super) sched: Scheduler,
     /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
     pub(super) out: Vec<Packet>,
     /// Packets made for `poll_transmit` and not yet taken, in order.
@@ -259,8 +360,6 @@ pub struct MptcpConnection {
     /// DSS checksums are in use: this end or the peer asked for them in
     /// its MP_CAPABLE (flag A).
     pub(super) checksums: bool,
-    /// Nothing happened since the last fill found nothing more to send.
-    pub(super) quiet: bool,
     /// Reused buffer of DSN ranges moved from a subflow to the connection.
     pub(super) scratch_ranges: Vec<(u64, u64)>,
     /// Reused buffer of the scheduler's ranking.
@@ -268,20 +367,19 @@ pub struct MptcpConnection {
     pub stats: MptcpStats,
 }
 
-/// Sequence values beyond any real transfer ("unlimited" application data).
-pub(super) const UNLIMITED: u64 = u64::MAX / 4;
-
-impl MptcpConnection {
-    fn base(cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
+impl Conn {
+    fn base(mut cfg: MptcpConfig, is_client: bool) -> Result<Self, CcError> {
         let mut ctrl = Controller::new(&cfg.cc, cfg.tcp.cc_mode)?;
         ctrl.on_subflow_added(0);
         let mut rng = SimRng::new(cfg.seed, 0x6d70_7463);
         let local_key = rng.next_u64();
         let (local_token, local_idsn) = crypto::token_idsn_v1(local_key);
-        let next_port = cfg.port_base.wrapping_add(1);
+        let sched = Scheduler::new(cfg.scheduler);
+        let pm = PathManager::new(&mut cfg, is_client);
         let rcvbuf = cfg.tcp.starting().rcvbuf_bytes;
+        let tx = DataSender::new(rcvbuf, cfg.sndbuf_bytes);
         let rcv_space = cfg.tcp.rcvbuf_auto.then(|| crate::buffers::RcvSpace::new(SimTime::ZERO, cfg.tcp.mss_bytes as u64));
-        Ok(MptcpConnection {
+        Ok(Conn {
             cfg,
             is_client,
             state: MpState::Handshake,
@@ -295,37 +393,14 @@ impl MptcpConnection {
             remote_token: 0,
             local_idsn,
             remote_idsn: 0,
-            data_una: 1,
-            data_nxt: 1,
-            app_end: 1,
-            close_requested: false,
-            data_fin_sent: false,
-            data_fin_acked: false,
-            snd_wnd_right: 1 + rcvbuf,
-            unacked: VecDeque::new(),
-            reinject: VecDeque::new(),
-            meta_rto_at: None,
-            meta_backoff: 0,
-            rcv: Receiver::new(1, rcvbuf),
-            rcv_space,
-            peer_data_fin: None,
-            peer_data_fin_sub: None,
-            peer_closed: false,
-            data_fin_ack_due: false,
+            tx,
+            rx: DataReceiver::new(rcvbuf, rcv_space),
             subflows_closed: false,
-            remote_addrs: Vec::new(),
-            remote_port: 0,
-            next_port,
-            announce: VecDeque::new(),
-            unechoed: Vec::new(),
-            addrs_announced: false,
-            any_queued: false,
-            any_prio_pending: false,
+            pm,
+            queued: SubflowSet::default(),
+            prio_pending: SubflowSet::default(),
             last_rx_sub: 0,
-            add_addr_accepted: 0,
-            rr_last: usize::MAX,
-            last_snd: None,
-            snd_burst_bytes: 0,
+            sched,
             out: Vec::new(),
             polled: VecDeque::new(),
             events: VecDeque::new(),
@@ -333,7 +408,6 @@ impl MptcpConnection {
             connected_reported: false,
             peer_confirmed: false,
             checksums: false,
-            quiet: false,
             scratch_ranges: Vec::new(),
             ranked: Vec::new(),
             stats: MptcpStats::default(),
@@ -364,14 +438,13 @@ impl MptcpConnection {
     }
 
     /// Active open from the first local address to `remote`.
-    pub fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
+    pub(super) fn connect(cfg: MptcpConfig, remote: (Addr, u16)) -> Result<Self, CcError> {
         let cfg = Self::sized(cfg);
         let local = cfg.local_addrs.first().map_or(Addr(0), |a| a.addr);
         let tcp = Self::subflow_tcp(&cfg.tcp);
         let port = cfg.port_base;
         let mut c = Self::base(cfg, true)?;
-        c.remote_port = remote.1;
-        c.remote_addrs.push((0, remote.0));
+        c.pm.set_peer(remote.0, remote.1);
         let sf = Subflow::connect(tcp, (local, port), remote);
         c.push_sub(Sub::new(sf, Kind::Initial, 0, 0, false, 0));
         c.mevents.push_back(MptcpEvent::Token(c.local_token));
@@ -379,10 +452,9 @@ impl MptcpConnection {
     }
 
     /// Passive open from a SYN; without MP_CAPABLE the connection is plain TCP.
-    pub fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
+    pub(super) fn accept(cfg: MptcpConfig, syn: &Packet) -> Result<Self, CcError> {
         let mut c = Self::base(Self::sized(cfg), false)?;
-        c.remote_port = syn.sport;
-        c.remote_addrs.push((0, syn.src));
+        c.pm.set_peer(syn.src, syn.sport);
         match syn.ext.mptcp().map(|m| m.option) {
             Some(MpOption::CapableSyn { checksum, .. }) => c.checksums = c.cfg.dss_checksum || checksum,
             _ => c.fall_back(),
@@ -407,7 +479,7 @@ impl MptcpConnection {
     }
 
     pub(super) fn local_id_of(&self, addr: Addr) -> u8 {
-        self.cfg.local_addrs.iter().find(|a| a.addr == addr).map_or(0, |a| a.id)
+        self.pm.local_id_of(addr)
     }
 
     pub(super) fn fall_back(&mut self) {
@@ -429,23 +501,16 @@ impl MptcpConnection {
             "{:?} confirmed={} data_una={} data_nxt={} app_end={} fin_sent={} fin_acked={} rcv_nxt={} peer_fin={:?} reinject={:?} meta_rto={:?}",
             self.state,
             self.peer_confirmed,
-            self.data_una,
-            self.data_nxt,
-            self.app_end,
-            self.data_fin_sent,
-            self.data_fin_acked,
-            self.rcv.rcv_nxt,
-            self.peer_data_fin,
-            self.reinject,
-            self.meta_rto_at.map(|t| t.as_secs_f64())
+            self.tx.una(),
+            self.tx.nxt(),
+            self.tx.app_end(),
+            self.tx.fin_sent(),
+            self.tx.fin_acked(),
+            self.rx.rcv_nxt(),
+            self.rx.peer_fin(),
+            self.tx.reinject_queue(),
+            self.tx.timer().map(|t| t.as_secs_f64())
         )
-    }
-
-    /// End of the new data that may be sent now: the peer's connection-level
-    /// window, and the room in the send buffer (spec 7, 11.1).
-    pub(super) fn send_limit(&self) -> u64 {
-        let buffer_end = self.cfg.sndbuf_bytes.map_or(u64::MAX, |b| self.data_una.saturating_add(b));
-        self.snd_wnd_right.min(buffer_end)
     }
 
     pub fn is_fallback(&self) -> bool {
@@ -460,7 +525,7 @@ impl MptcpConnection {
     /// taken on the host (`mptcp_token_new_connect`,
     /// `mptcp_token_new_request`, net/mptcp/token.c). Only before the
     /// connection sent anything: the key goes out in its handshake.
-    pub fn regenerate_key(&mut self) {
+    pub(super) fn regenerate_key(&mut self) {
         self.local_key = self.rng.next_u64();
         (self.local_token, self.local_idsn) = crypto::token_idsn_v1(self.local_key);
         let token = self.local_token;
@@ -473,32 +538,28 @@ impl MptcpConnection {
 
     /// Plain TCP from the start: no token of the host was free (Linux
     /// falls back when `mptcp_token_new_*` keeps failing).
-    pub fn refuse_mptcp(&mut self) {
+    pub(super) fn refuse_mptcp(&mut self) {
         self.fall_back();
     }
 
     // ----- application side -----
 
-    pub fn send(&mut self, bytes: u64) {
-        self.quiet = false;
-        self.app_end = (self.app_end + bytes).min(UNLIMITED);
+    pub(super) fn send(&mut self, bytes: u64) {
+        self.tx.write(bytes);
     }
-    pub fn send_unlimited(&mut self) {
-        self.quiet = false;
-        self.app_end = UNLIMITED;
+    pub(super) fn send_unlimited(&mut self) {
+        self.tx.write_unlimited();
     }
-    pub fn pause(&mut self) {
-        self.quiet = false;
-        self.app_end = self.data_nxt;
+    pub(super) fn pause(&mut self) {
+        self.tx.pause();
     }
-    pub fn close(&mut self) {
-        self.quiet = false;
-        self.close_requested = true;
+    pub(super) fn close(&mut self) {
+        self.tx.close();
     }
-    pub fn poll_event(&mut self) -> Option<AppEvent> {
+    pub(super) fn poll_event(&mut self) -> Option<AppEvent> {
         self.events.pop_front()
     }
-    pub fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
+    pub(super) fn poll_mptcp_event(&mut self) -> Option<MptcpEvent> {
         self.mevents.pop_front()
     }
 
@@ -510,13 +571,13 @@ impl MptcpConnection {
             backup: s.backup,
             gone: s.gone,
             reinjected_bytes: s.reinjected_bytes,
-            rx_bytes: s.rx_bytes,
+            rx_bytes: s.rx.delivered_bytes(),
         })
     }
 
     /// Bytes held in the connection's receive buffer (out of order).
     pub fn rcv_buffer_bytes(&self) -> u64 {
-        self.rcv.ooo_bytes()
+        self.rx.ooo_bytes()
     }
 
     pub fn cc_name(&self) -> &'static str {
@@ -529,32 +590,28 @@ impl MptcpConnection {
     pub fn poll_timeout(&self) -> Option<SimTime> {
         // A plain loop over plain integers: the engine asks after every segment.
         let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
-        let mut next = at(self.meta_rto_at);
-        for u in &self.unechoed {
-            next = next.min(u.due.0);
-        }
+        let mut next = at(self.tx.timer());
+        next = next.min(at(self.pm.poll_timeout()));
         for s in self.subs.iter().filter(|s| !s.gone) {
             next = next.min(at(s.sf.poll_timeout())).min(at(s.join_ack_due));
         }
         (next != u64::MAX).then_some(SimTime(next))
     }
 
-    pub fn handle_timeout(&mut self, now: SimTime) {
-        self.quiet = false;
+    pub(super) fn handle_timeout(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
             if self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
                 continue;
             }
             let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-            sub.sf.handle_timeout(now, &mut cx);
-            sub.dirty = true;
+            sub.handle_timeout(now, &mut cx);
             self.after_subflow_activity(now, r);
         }
-        if self.meta_rto_at.is_some_and(|t| t <= now) {
+        if self.tx.timer().is_some_and(|t| t <= now) {
             self.on_meta_timeout(now);
         }
-        self.on_add_addr_timeout(now);
+        self.pm.handle_timeout(now);
         self.on_join_ack_timeout(now);
     }
 
@@ -564,93 +621,48 @@ impl MptcpConnection {
             s.join_ack_due = None;
             if !s.ready && !s.gone {
                 s.third_ack_pending = true;
-                s.dirty = true;
+                s.wake();
             }
-        }
-    }
-
-    /// ADD_ADDRs whose echo did not come in time go out again (spec 9).
-    fn on_add_addr_timeout(&mut self, now: SimTime) {
-        let mut again = Vec::new();
-        let timeout = self.cfg.add_addr_timeout;
-        self.unechoed.retain(|u| {
-            if u.due > now {
-                return true;
-            }
-            if u.retransmissions < super::ADD_ADDR_RETRANS_MAX {
-                again.push(Unechoed { retransmissions: u.retransmissions + 1, due: now + timeout, ..*u });
-            }
-            false
-        });
-        for u in again {
-            self.announce.push_back(u.option);
-            self.unechoed.push(u);
-        }
-    }
-
-    /// An ADD_ADDR left for the peer: its echo is awaited from now on.
-    pub(super) fn await_echo(&mut self, now: SimTime, option: MpOption) {
-        let MpOption::AddAddr { addr_id, echo: false, .. } = option else { return };
-        let due = now + self.cfg.add_addr_timeout;
-        match self.unechoed.iter_mut().find(|u| u.addr_id == addr_id) {
-            Some(u) => {
-                u.option = option;
-                u.due = due;
-            }
-            None => self.unechoed.push(Unechoed { option, addr_id, due, retransmissions: 0 }),
         }
     }
 
     /// Meta-level retransmission (spec section 8): no DATA_ACK progress for
     /// twice the largest subflow RTO: the oldest segment goes out again.
     fn on_meta_timeout(&mut self, now: SimTime) {
-        self.meta_rto_at = None;
         self.stats.meta_timeouts += 1;
         if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.tx.stop_timer();
             self.upstream_retransmit();
-            if self.unacked.is_empty() && self.data_fin_sent && !self.data_fin_acked {
-                self.data_fin_sent = false; // send the DATA_FIN again
-            }
-            self.arm_meta_timer(now);
-            return;
-        }
-        self.meta_backoff = (self.meta_backoff + 1).min(10);
-        if let Some(head) = self.unacked.front_mut() {
-            head.path_mask = 0;
-            if !head.in_reinject_queue {
-                head.in_reinject_queue = true;
-                self.reinject.push_front(head.dsn);
-            }
-        } else if self.data_fin_sent && !self.data_fin_acked {
-            self.data_fin_sent = false; // send the DATA_FIN again
+            self.tx.on_upstream_timeout();
+        } else {
+            self.tx.on_timeout();
         }
         self.arm_meta_timer(now);
     }
 
     #[inline(always)]
     pub(super) fn arm_meta_timer(&mut self, now: SimTime) {
-        let pending = !self.unacked.is_empty() || (self.data_fin_sent && !self.data_fin_acked);
-        if !pending || self.state == MpState::Fallback {
-            self.meta_rto_at = None;
+        if !self.tx.retransmission_pending() || self.state == MpState::Fallback {
+            self.tx.stop_timer();
             return;
         }
-        if self.meta_rto_at.is_some() {
+        if self.tx.timer().is_some() {
             return;
         }
-        if self.cfg.scheduler == super::SchedulerKind::Upstream {
-            self.meta_rto_at = Some(now + self.upstream_timer_interval(now));
-            return;
-        }
-        let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
-        self.meta_rto_at = Some(now + rto.saturating_mul(2u64 << self.meta_backoff.min(10)));
+        let interval = if self.cfg.scheduler == super::SchedulerKind::Upstream {
+            self.upstream_timer_interval(now)
+        } else {
+            let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
+            self.tx.backed_off(rto)
+        };
+        self.tx.arm_timer(now + interval);
     }
 
     // ----- incoming segments -----
 
     /// A segment for this connection (any of its 4-tuples). Returns false if
     /// no subflow matches and it is not an MP_JOIN this connection accepts.
-    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
-        self.quiet = false;
+    pub(super) fn handle_segment(&mut self, now: SimTime, pkt: &Packet) -> bool {
         let Some(r) = self.subflow_of(pkt) else {
             return self.accept_join(now, pkt);
         };
@@ -664,12 +676,11 @@ impl MptcpConnection {
             return true;
         }
         let sub = &mut self.subs[r];
-        if self.rcv_space.is_some() {
+        if self.rx.autotuned() {
             sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
         }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-        sub.sf.handle_segment(now, pkt, &mut cx);
-        sub.dirty = true;
+        sub.handle_segment(now, pkt, &mut cx);
         if let Some(m) = opts {
             self.after_options(now, r, pkt, m);
         } else if self.state == MpState::Fallback {
@@ -789,7 +800,7 @@ impl MptcpConnection {
             // Implied mapping of the initial subflow's first data (RFC 8684 3.1).
             if pkt.payload_bytes > 0 && self.subs[r].kind == Kind::Initial {
                 let len = (data_len as u32).min(pkt.payload_bytes);
-                self.subs[r].insert_rx_map(pkt.seq, pkt.seq, len);
+                self.subs[r].rx.insert_map(pkt.seq, pkt.seq, len);
             }
         }
         // A DATA_ACK proves the peer has our key (it derives our IDSN).
@@ -810,9 +821,7 @@ impl MptcpConnection {
             MpOption::AddAddr { addr_id, addr, port, hmac64, echo: false } => {
                 self.on_add_addr(now, addr_id, Addr(addr), port, hmac64)
             }
-            MpOption::AddAddr { addr_id, addr, echo: true, .. } => self
-                .unechoed
-                .retain(|u| !matches!(u.option, MpOption::AddAddr { addr_id: i, addr: a, .. } if i == addr_id && a == addr)),
+            MpOption::AddAddr { addr_id, addr, echo: true, .. } => self.pm.on_echo(addr_id, addr),
             MpOption::RemoveAddr { ids, n } => {
                 for &id in &ids[..n as usize] {
                     self.on_remove_addr(now, id);
@@ -826,27 +835,13 @@ impl MptcpConnection {
     }
 
     fn on_add_addr(&mut self, now: SimTime, id: u8, addr: Addr, port: Option<u16>, hmac: Option<u64>) {
-        let expected = crypto::add_addr_hmac64(self.remote_key, self.local_key, id, addr.0, port);
-        if hmac != Some(expected) {
-            return; // RFC 8684: drop an ADD_ADDR whose HMAC does not verify
+        if self.pm.on_add_addr(self.keys(), id, addr, port, hmac) {
+            self.run_path_manager(now);
         }
-        self.announce.push_back(MpOption::AddAddr { addr_id: id, addr: addr.0, port, hmac64: None, echo: true });
-        if self.remote_addrs.contains(&(id, addr)) {
-            return; // a retransmission: our echo was lost
-        }
-        if let PathManagerKind::Endpoints { max_add_addr_accepted, .. } = self.cfg.path_manager {
-            if self.add_addr_accepted >= max_add_addr_accepted {
-                return;
-            }
-        }
-        self.add_addr_accepted = self.add_addr_accepted.saturating_add(1);
-        self.remote_addrs.retain(|&(i, _)| i != id);
-        self.remote_addrs.push((id, addr));
-        self.run_path_manager(now);
     }
 
     fn on_remove_addr(&mut self, now: SimTime, id: u8) {
-        self.remote_addrs.retain(|&(i, _)| i != id || i == 0);
+        self.pm.on_remove_addr(id);
         for r in 0..self.subs.len() {
             if !self.subs[r].gone && self.subs[r].remote_id == id {
                 self.reset_subflow(now, r);
@@ -867,7 +862,7 @@ impl MptcpConnection {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
-            sub.stale_count = 0;
+            sub.stale.on_progress();
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }
@@ -900,7 +895,7 @@ impl MptcpConnection {
             }
             AppEvent::SendComplete => {
                 if self.state == MpState::Fallback {
-                    self.data_fin_acked = true;
+                    self.tx.on_fallback_fin_acked();
                     self.events.push_back(AppEvent::SendComplete);
                 }
             }
@@ -961,70 +956,43 @@ impl MptcpConnection {
 
     /// Queues for another subflow the data still outstanding on subflow
     /// `r` (not acknowledged at subflow level) and not yet DATA_ACKed.
-    /// What `r` delivered already is the receiver's: moving it would only
-    /// send it twice (RFC 8684 3.3.6; the out-of-tree kernel's
-    /// `mptcp_reinject_data` walks the subflow's write queue, which holds
-    /// only unacknowledged segments).
     pub(super) fn reinject_from(&mut self, r: usize) {
-        let bit = 1u64 << (r % 64);
-        for &(_, dsn, len) in &self.subs[r].outstanding {
-            let end = dsn + len as u64;
-            // `unacked` is in DSN order; its head may have been trimmed by a partial DATA_ACK.
-            let first = self.unacked.partition_point(|s| s.dsn + s.len as u64 <= dsn);
-            for seg in self.unacked.range_mut(first..).take_while(|s| s.dsn < end) {
-                if seg.path_mask & bit != 0 && !seg.in_reinject_queue {
-                    seg.in_reinject_queue = true;
-                    self.reinject.push_back(seg.dsn);
-                }
-            }
-        }
+        self.tx.reinject_outstanding(r, self.subs[r].outstanding.iter().map(|&(_, dsn, len)| (dsn, len)));
     }
 
     // ----- address management -----
 
-    /// ADD_ADDR for every local address but the initial one (fullmesh,
-    /// signal endpoints), once per connection (later changes go through
-    /// `set_local_addr_up`).
-    fn announce_local_addrs(&mut self) {
-        if std::mem::replace(&mut self.addrs_announced, true) {
-            return;
-        }
-        let announces = match self.cfg.path_manager {
-            PathManagerKind::Fullmesh => true,
-            PathManagerKind::Endpoints { .. } => !self.is_client,
-            _ => false,
-        };
-        if !announces {
-            return;
-        }
-        let initial = self.subs.first().map(|s| s.local());
-        let addrs: Vec<LocalAddr> = self.cfg.local_addrs.iter().copied().filter(|a| Some(a.addr) != initial && a.up).collect();
-        for a in addrs {
-            self.announce_addr(a);
-        }
+    fn keys(&self) -> Keys {
+        Keys { local: self.local_key, remote: self.remote_key }
     }
 
-    fn announce_addr(&mut self, a: LocalAddr) {
-        let hmac = crypto::add_addr_hmac64(self.local_key, self.remote_key, a.id, a.addr.0, None);
-        self.announce.push_back(MpOption::AddAddr { addr_id: a.id, addr: a.addr.0, port: None, hmac64: Some(hmac), echo: false });
+    /// The subflows as the path manager sees them, in order.
+    fn subflow_addrs(&self) -> Vec<SubflowAddrs> {
+        let view = |s: &Sub| SubflowAddrs {
+            local: s.local(),
+            remote: s.remote(),
+            join: s.kind == Kind::Join,
+            open: !s.gone,
+            ready: s.ready,
+        };
+        self.subs.iter().map(view).collect()
+    }
+
+    /// ADD_ADDR for the addresses the path manager announces, once.
+    fn announce_local_addrs(&mut self) {
+        let initial = self.subs.first().map(|s| s.local());
+        self.pm.announce_local_addrs(initial, self.keys());
     }
 
     /// Both DATA_FINs are acknowledged: the connection is over, only its
     /// subflows' closing remains.
     pub(super) fn finished(&self) -> bool {
-        self.data_fin_acked && self.peer_closed
+        self.tx.fin_acked() && self.rx.peer_closed()
     }
 
     /// Both DATA_FINs are acknowledged.
     pub fn is_finished(&self) -> bool {
         self.finished()
-    }
-
-    /// Extra subflows (MP_JOIN) still open: closed ones no longer count
-    /// against `max_subflows`, as Linux decrements its counter when a
-    /// subflow closes (`mptcp_pm_subflow_check_next`, net/mptcp/pm.c).
-    fn open_joins(&self) -> usize {
-        self.subs.iter().filter(|s| s.kind == Kind::Join && !s.gone).count()
     }
 
     /// Opens the subflows the path manager wants (client side).
@@ -1035,67 +1003,19 @@ impl MptcpConnection {
         if !self.is_client || self.state != MpState::Established || !self.peer_confirmed || self.finished() {
             return;
         }
-        let initial_remote = self.remote_addrs.first().map(|&(_, a)| a).unwrap_or_default();
-        let wanted: Vec<(LocalAddr, u8, Addr)> = match self.cfg.path_manager {
-            PathManagerKind::Default => vec![],
-            PathManagerKind::Fullmesh => {
-                let remotes = self.remote_addrs.clone();
-                self.cfg
-                    .local_addrs
-                    .iter()
-                    .filter(|a| a.up)
-                    .flat_map(|&l| remotes.iter().map(move |&(id, ra)| (l, id, ra)))
-                    .collect()
-            }
-            PathManagerKind::Ndiffports(n) => {
-                let live = self.subs.iter().filter(|s| !s.gone).count();
-                let l = self.cfg.local_addrs[0];
-                (live..n.max(1) as usize).map(|_| (l, 0, initial_remote)).collect()
-            }
-            PathManagerKind::Endpoints { max_subflows, .. } => {
-                let room = (max_subflows as usize).saturating_sub(self.open_joins());
-                let remotes: Vec<(u8, Addr)> = self.remote_addrs.clone();
-                let mut v: Vec<(LocalAddr, u8, Addr)> =
-                    self.cfg.local_addrs.iter().skip(1).filter(|a| a.up).map(|&l| (l, 0, initial_remote)).collect();
-                v.extend(remotes.iter().skip(1).map(|&(id, ra)| (self.source_towards(ra), id, ra)));
-                // Subflows already open take no room twice.
-                v.retain(|&(l, _, ra)| !self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra));
-                v.truncate(room);
-                v
-            }
-        };
-        let ndiff = matches!(self.cfg.path_manager, PathManagerKind::Ndiffports(_));
-        for (l, rid, ra) in wanted {
-            let exists = self.subs.iter().any(|s| !s.gone && s.local() == l.addr && s.remote() == ra);
-            if !exists || ndiff {
-                self.open_join(now, l, rid, ra);
-            }
+        for (l, rid, ra) in self.pm.subflows_to_open(&self.subflow_addrs()) {
+            self.open_join(now, l, rid, ra);
         }
     }
 
-    /// The local address a subflow to announced address `remote` leaves
-    /// from. Linux connects it from the unspecified address when no
-    /// fullmesh endpoint exists (`fill_local_addresses_vec`,
-    /// net/mptcp/pm_kernel.c), so the route lookup for `remote` picks the
-    /// source (RFC 8684 section 3.4.1).
-    fn source_towards(&self, remote: Addr) -> LocalAddr {
-        let routed = self.cfg.route_sources.iter().find(|&&(peer, _)| peer == remote).map(|&(_, local)| local);
-        routed.and_then(|local| self.cfg.local_addrs.iter().find(|a| a.addr == local)).copied().unwrap_or(self.cfg.local_addrs[0])
-    }
-
     fn open_join(&mut self, _now: SimTime, l: LocalAddr, remote_id: u8, remote: Addr) {
-        let port = self.next_port;
-        self.next_port = self.next_port.wrapping_add(1).max(1024);
+        let port = self.pm.take_port();
+        let remote_port = self.pm.remote_port();
         let tcp = Self::subflow_tcp(&self.cfg.tcp);
-        let sf = Subflow::connect(tcp, (l.addr, port), (remote, self.remote_port));
+        let sf = Subflow::connect(tcp, (l.addr, port), (remote, remote_port));
         let nonce = self.rng.next_u32();
         self.push_sub(Sub::new(sf, Kind::Join, l.id, remote_id, l.backup, nonce));
-        self.mevents.push_back(MptcpEvent::SubflowOpened {
-            local: l.addr,
-            local_port: port,
-            remote,
-            remote_port: self.remote_port,
-        });
+        self.mevents.push_back(MptcpEvent::SubflowOpened { local: l.addr, local_port: port, remote, remote_port });
     }
 
     /// A SYN with MP_JOIN on a new 4-tuple (server side).
@@ -1108,14 +1028,12 @@ impl MptcpConnection {
         if token != self.local_token || self.state != MpState::Established || !syn.flags.has(TcpFlags::SYN) || self.finished() {
             return false;
         }
-        if let PathManagerKind::Endpoints { max_subflows, .. } = self.cfg.path_manager {
-            if self.open_joins() >= max_subflows as usize {
-                return false;
-            }
+        if !self.pm.accepts_join(&self.subflow_addrs()) {
+            return false;
         }
         let tcp = Self::subflow_tcp(&self.cfg.tcp);
         let sf = Subflow::accept(tcp, syn);
-        let local_backup = self.cfg.local_addrs.iter().any(|a| a.addr == syn.dst && a.backup);
+        let local_backup = self.pm.is_backup(syn.dst);
         let my_nonce = self.rng.next_u32();
         let id = self.local_id_of(syn.dst);
         let r = self.push_sub(Sub::new(sf, Kind::Join, id, addr_id, backup || local_backup, my_nonce));
@@ -1134,72 +1052,47 @@ impl MptcpConnection {
     /// regular one again): its subflows change priority and tell the peer
     /// with MP_PRIO (spec 3.6, 9), as Linux does on
     /// `ip link set dev X multipath backup`.
-    pub fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
-        self.quiet = false;
-        if let Some(a) = self.cfg.local_addrs.iter_mut().find(|a| a.addr == addr) {
-            a.backup = backup;
-        }
-        for s in self.subs.iter_mut().filter(|s| !s.gone && s.local() == addr && s.backup != backup) {
+    pub(super) fn set_local_addr_backup(&mut self, addr: Addr, backup: bool) {
+        self.pm.set_backup(addr, backup);
+        for (r, s) in self.subs.iter_mut().enumerate().filter(|(_, s)| !s.gone && s.local() == addr && s.backup != backup) {
             s.backup = backup;
-            s.prio_pending = true;
-            self.any_prio_pending = true;
+            self.prio_pending.insert(r);
         }
     }
 
     /// The host's interface with address `addr` went down or came up.
-    pub fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
-        self.quiet = false;
-        self.subs.iter_mut().for_each(|s| s.dirty = true);
-        let Some(i) = self.cfg.local_addrs.iter().position(|a| a.addr == addr) else { return };
-        if self.cfg.local_addrs[i].up == up {
-            return;
-        }
-        self.cfg.local_addrs[i].up = up;
-        if matches!(self.cfg.path_manager, PathManagerKind::Endpoints { .. }) {
-            // Upstream Linux's in-kernel path manager does not follow
-            // interfaces (closing subflows is mptcpd's job): a subflow on a
-            // dead interface goes stale after its RTO and recovers when the
-            // interface returns; only a missing subflow is opened again.
-            if up {
-                self.run_path_manager(now);
-            }
-            return;
-        }
-        let a = self.cfg.local_addrs[i];
-        // An announcement about this address not yet sent is out of date.
-        self.announce.retain(|o| match *o {
-            MpOption::RemoveAddr { ids, n } => !ids[..n as usize].contains(&a.id),
-            MpOption::AddAddr { addr_id, echo: false, .. } => addr_id != a.id,
-            _ => true,
-        });
-        self.unechoed.retain(|u| u.addr_id != a.id);
-        if up {
-            let announces = self.cfg.path_manager == PathManagerKind::Fullmesh;
-            let initial = self.subs.first().is_some_and(|s| s.local() == addr);
-            if self.state == MpState::Established && !initial && announces && !self.finished() {
-                self.announce_addr(a);
-            }
-            self.run_path_manager(now);
-            return;
-        }
-        // Only the out-of-tree fullmesh follows interfaces; with the others
-        // the subflows wait, retransmitting, for the interface to return.
-        if self.cfg.path_manager != PathManagerKind::Fullmesh {
-            return;
-        }
-        // Never close the last way out: a connection whose every subflow
-        // uses this address keeps them, retransmitting, until it returns.
-        let elsewhere = self.subs.iter().any(|s| !s.gone && s.ready && s.local() != addr);
-        if !elsewhere {
-            return;
-        }
-        for r in 0..self.subs.len() {
-            if !self.subs[r].gone && self.subs[r].local() == addr {
-                self.reset_subflow(now, r);
+    pub(super) fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
+        self.subs.iter_mut().for_each(Sub::wake);
+        let phase = Phase { established: self.state == MpState::Established, finished: self.finished() };
+        match self.pm.set_local_addr_up(addr, up, &self.subflow_addrs(), phase, self.keys()) {
+            InterfaceAction::Nothing => {}
+            InterfaceAction::OpenSubflows => self.run_path_manager(now),
+            InterfaceAction::ResetSubflowsFrom(from) => {
+                for r in 0..self.subs.len() {
+                    if !self.subs[r].gone && self.subs[r].local() == from {
+                        self.reset_subflow(now, r);
+                    }
+                }
             }
         }
-        if self.state == MpState::Established {
-            self.announce.push_back(MpOption::RemoveAddr { ids: [a.id, 0, 0, 0], n: 1 });
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SubflowSet;
+
+    #[test]
+    fn a_subflow_set_knows_it_is_empty_without_a_walk() {
+        let mut set = SubflowSet::default();
+        assert!(set.is_empty() && !set.remove(3) && !set.contains(3));
+        set.insert(3);
+        set.insert(3);
+        set.insert(0);
+        assert!(!set.is_empty() && set.contains(3) && set.contains(0) && !set.contains(1));
+        assert!(set.remove(3) && !set.remove(3));
+        assert!(!set.is_empty());
+        assert!(set.remove(0));
+        assert!(set.is_empty());
     }
 }

@@ -1,6 +1,9 @@
 //! Multipath TCP (RFC 8684, `specs/mptcp-protocol.md`): keys and HMACs,
-//! the connection with its data-level sequence space and shared receive
-//! buffer over several [`crate::tcp::Subflow`]s, schedulers and path managers.
+//! the connection over several [`crate::tcp::Subflow`]s, and its parts,
+//! each a sans-IO state machine with its own tests: the path manager, the
+//! scheduler, the data-level send side (sequence space, reinjection,
+//! DATA_FIN, connection-level timer) and receive side (mappings,
+//! reassembly, window).
 //!
 //! Functions run for every packet are marked `#[inline(always)]`: left to
 //! itself the compiler keeps them out of line, and their calls cost about
@@ -8,9 +11,13 @@
 
 mod connection;
 pub mod crypto;
+mod paths;
+mod pm;
+mod receiver;
 mod recv;
 mod scheduler;
 mod send;
+mod sender;
 #[cfg(test)]
 mod tests;
 

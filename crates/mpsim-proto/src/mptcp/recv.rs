@@ -3,7 +3,8 @@
 //! the connection reassembles in its shared buffer; DATA_ACKs free the
 //! sender's data and move the connection-level window.
 
-use super::connection::{MpState, MptcpConnection};
+use super::connection::{Conn, MpState};
+use super::sender::DataAck;
 use crate::tcp::AppEvent;
 use mpsim_core::mptcp::DssMapping;
 use mpsim_core::{Packet, SimTime};
@@ -15,21 +16,20 @@ pub(super) fn expand32(low: u64, near: u64) -> u64 {
     [base.wrapping_sub(1 << 32), base, base.wrapping_add(1 << 32)].into_iter().min_by_key(|c| c.abs_diff(near)).unwrap_or(base)
 }
 
-impl MptcpConnection {
+impl Conn {
     /// A DSS mapping arrived on subflow `r` with segment `pkt`.
     #[inline(always)]
     pub(super) fn on_mapping(&mut self, r: usize, pkt: &Packet, map: DssMapping, data_fin: bool) {
-        let near = self.remote_idsn.wrapping_add(self.rcv.rcv_nxt);
+        let near = self.remote_idsn.wrapping_add(self.rx.rcv_nxt());
         let abs =
             if pkt.ext.mptcp().and_then(|m| m.dss.as_ref()).is_some_and(|d| d.dsn64) { map.dsn } else { expand32(map.dsn, near) };
         let dsn = abs.wrapping_sub(self.remote_idsn);
         if pkt.payload_bytes > 0 {
-            self.subs[r].insert_rx_map(pkt.seq, dsn, pkt.payload_bytes);
+            self.subs[r].rx.insert_map(pkt.seq, dsn, pkt.payload_bytes);
         }
         if data_fin {
             // The DATA_FIN takes the last DSN of its mapping.
-            self.peer_data_fin = Some(dsn + (map.len as u64).max(1) - 1);
-            self.peer_data_fin_sub.get_or_insert(r);
+            self.rx.on_data_fin(dsn + (map.len as u64).max(1) - 1, r);
             self.check_peer_data_fin();
         }
     }
@@ -37,37 +37,8 @@ impl MptcpConnection {
     /// Subflow `r` delivered `bytes` more in order: hand them to the connection.
     #[inline(always)]
     pub(super) fn on_subflow_data(&mut self, now: SimTime, r: usize, bytes: u64) {
-        let sub = &mut self.subs[r];
-        let (start, end) = (sub.rx_seen, sub.rx_seen + bytes);
-        sub.rx_seen = end;
-        sub.rx_bytes += bytes;
-        // The common case: the bytes are exactly the oldest mapping.
-        if self.state != MpState::Fallback {
-            if let Some(&(ssn, dsn, len)) = sub.rx_map.front() {
-                if ssn == start && ssn + len as u64 == end {
-                    sub.rx_map.pop_front();
-                    self.deliver_range(now, dsn, dsn + len as u64);
-                    self.check_peer_data_fin();
-                    return;
-                }
-            }
-        }
         let mut ranges = std::mem::take(&mut self.scratch_ranges);
-        ranges.clear();
-        if self.state == MpState::Fallback {
-            ranges.push((start, end)); // infinite mapping: DSN = SSN
-        } else {
-            for &(ssn, dsn, len) in sub.rx_map.iter().take_while(|m| m.0 < end) {
-                let s = ssn.max(start);
-                let e = (ssn + len as u64).min(end);
-                if s < e {
-                    ranges.push((dsn + (s - ssn), dsn + (e - ssn)));
-                }
-            }
-            while sub.rx_map.front().is_some_and(|&(ssn, _, len)| ssn + len as u64 <= end) {
-                sub.rx_map.pop_front();
-            }
-        }
+        self.subs[r].rx.take_in_order(bytes, self.state == MpState::Fallback, &mut ranges);
         for &(s, e) in &ranges {
             self.deliver_range(now, s, e);
         }
@@ -79,41 +50,35 @@ impl MptcpConnection {
     /// application what became in order.
     #[inline(always)]
     fn deliver_range(&mut self, now: SimTime, start: u64, end: u64) {
-        let out = self.rcv.on_data(start, end);
-        if out.delivered > 0 {
-            self.events.push_back(AppEvent::Delivered { bytes: out.delivered });
-            if self.rcv_space.is_some() {
-                self.autotune_rcvbuf(now, out.delivered);
+        let delivered = self.rx.on_data(start, end);
+        if delivered > 0 {
+            self.events.push_back(AppEvent::Delivered { bytes: delivered });
+            if self.rx.autotuned() {
+                self.autotune_rcvbuf(now, delivered);
             }
         }
     }
 
     /// `mptcp_rcv_space_adjust` on what the application read (all that
     /// was delivered), once per the largest of the subflows' receiver RTT
-    /// estimates (from timestamps; without any, the largest smoothed RTT); the
-    /// connection-level window follows the buffer (`__mptcp_space`).
+    /// estimates (from timestamps; without any, the largest smoothed RTT).
     /// Subflows' buffers follow too in Linux; here they never bind.
     fn autotune_rcvbuf(&mut self, now: SimTime, copied: u64) {
         let live = || self.subs.iter().filter(|s| !s.gone);
         // A subflow without a sample counts 0, as Linux's `rcv_rtt_est`.
         let rtt = live().filter_map(|s| s.rcv_rtt.rtt()).max().or_else(|| live().filter_map(|s| s.sf.rtt.srtt).max());
-        let Some(space) = self.rcv_space.as_mut() else { return };
-        if space.on_copied(now, copied, rtt, 0) {
-            self.rcv.grow_buf_bytes(crate::buffers::win_from_space(space.rcvbuf_bytes));
-        }
+        self.rx.autotune(now, copied, rtt);
     }
 
     fn check_peer_data_fin(&mut self) {
-        if !self.peer_closed && self.peer_data_fin == Some(self.rcv.rcv_nxt) {
-            self.rcv.rcv_nxt += 1;
-            self.on_peer_data_fin_reached();
+        if self.rx.data_fin_in_order() {
+            self.events.push_back(AppEvent::PeerClosed);
         }
     }
 
+    /// After a fallback, the subflow's FIN closes the connection.
     pub(super) fn on_peer_data_fin_reached(&mut self) {
-        if !self.peer_closed {
-            self.peer_closed = true;
-            self.data_fin_ack_due = true;
+        if self.rx.on_peer_closed() {
             self.events.push_back(AppEvent::PeerClosed);
         }
     }
@@ -121,7 +86,7 @@ impl MptcpConnection {
     /// A DATA_ACK (absolute, 64-bit or low 32 bits) with the peer's window.
     #[inline(always)]
     pub(super) fn on_data_ack(&mut self, now: SimTime, ack: u64, ack64: bool, wnd_bytes: u64) {
-        let near = self.local_idsn.wrapping_add(self.data_una);
+        let near = self.local_idsn.wrapping_add(self.tx.una());
         let abs = if ack64 { ack } else { expand32(ack, near) };
         self.on_data_ack_rel(now, abs.wrapping_sub(self.local_idsn), wnd_bytes);
     }
@@ -129,38 +94,18 @@ impl MptcpConnection {
     /// Fallback: the subflow's cumulative ACK is the data-level one.
     pub(super) fn on_fallback_ack(&mut self, now: SimTime, pkt: &Packet) {
         if pkt.flags.has(mpsim_core::TcpFlags::ACK) {
-            self.on_data_ack_rel(now, pkt.ack.min(self.data_nxt), pkt.wnd_bytes);
+            self.on_data_ack_rel(now, pkt.ack.min(self.tx.nxt()), pkt.wnd_bytes);
         }
     }
 
     #[inline(always)]
     fn on_data_ack_rel(&mut self, now: SimTime, rel: u64, wnd_bytes: u64) {
-        let fin = self.data_fin_sent as u64;
-        if rel < self.data_una || rel > self.data_nxt + fin {
-            return;
-        }
-        self.snd_wnd_right = self.snd_wnd_right.max(rel + wnd_bytes);
-        if rel == self.data_una {
-            return;
-        }
-        self.data_una = rel;
-        while self.unacked.front().is_some_and(|s| s.dsn + s.len as u64 <= rel) {
-            self.unacked.pop_front();
-        }
-        if let Some(head) = self.unacked.front_mut() {
-            if head.dsn < rel {
-                // Partly acknowledged: keep the rest.
-                head.len -= (rel - head.dsn) as u32;
-                head.dsn = rel;
+        if let DataAck::Advanced { data_fin_acked } = self.tx.on_data_ack(rel, wnd_bytes) {
+            if data_fin_acked {
+                self.events.push_back(AppEvent::SendComplete);
             }
+            self.arm_meta_timer(now);
         }
-        self.meta_backoff = 0;
-        self.meta_rto_at = None;
-        if self.data_fin_sent && rel > self.data_nxt && !self.data_fin_acked {
-            self.data_fin_acked = true;
-            self.events.push_back(AppEvent::SendComplete);
-        }
-        self.arm_meta_timer(now);
     }
 }
 

@@ -2,48 +2,98 @@
 //! segment. `default` is the out-of-tree Linux lowest-RTT-first scheduler,
 //! `roundrobin` and `redundant` its two alternatives, `upstream` the
 //! scheduler of Linux's in-tree MPTCP.
+//!
+//! Sans-IO: a [`Scheduler`] owns only its own memory (the round-robin
+//! turn, the upstream burst and average pacing rates) and decides from
+//! what the connection tells it about each subflow through [`PathStates`].
 
-use super::connection::MptcpConnection;
-use super::send::NextSeg;
 use super::SchedulerKind;
-use crate::buffers;
-use mpsim_cc::CaState;
-use mpsim_core::{SimDuration, SimTime};
 
 /// Upstream `MPTCP_SEND_BURST_SIZE`.
 const UPSTREAM_BURST_BYTES: u64 = 65_428;
 /// Upstream `net.mptcp.stale_loss_cnt`: retransmission intervals without
 /// progress after which a subflow is stale.
 const UPSTREAM_STALE_LOSS_CNT: u8 = 4;
-/// Upstream `TCP_RTO_MIN`: the MPTCP timer's interval when no subflow
-/// timer is pending.
-const UPSTREAM_TIMER_MIN: SimDuration = SimDuration::from_millis(200);
 
-impl MptcpConnection {
-    /// Subflow `r` may be scheduled at all (its window aside).
-    fn usable(&self, r: usize) -> bool {
-        let s = &self.subs[r];
-        s.ready && !s.gone && !s.pf && s.sf.state.can_send() && self.cc[r].ca_state != CaState::Loss
+/// What a scheduler needs to know about subflow `r` of a connection
+/// (`0..count()`, in the connection's list order).
+pub(super) trait PathStates {
+    fn count(&self) -> usize;
+    /// May be scheduled at all, its window aside: fully established, not
+    /// closed, not potentially failed, allowed to send, not in loss recovery.
+    fn usable(&self, r: usize) -> bool;
+    /// Upstream `mptcp_subflow_active`: fully established, may send, not
+    /// stale (loss recovery does not matter).
+    fn active(&self, r: usize) -> bool;
+    fn backup(&self, r: usize) -> bool;
+    /// Smoothed RTT, picoseconds (0 before the first sample).
+    fn srtt_ps(&self, r: usize) -> u64;
+    /// The congestion and receive windows take a segment of `len_bytes` now.
+    fn has_room(&self, r: usize, len_bytes: u32) -> bool;
+    /// Full-size segments the windows take now, one after the other.
+    fn full_segments_with_room(&self, r: usize) -> u64;
+    /// Socket memory held (`sk_wmem_queued`), bytes.
+    fn wmem_queued_bytes(&self, r: usize) -> u64;
+    /// Current pacing rate (`tcp_update_pacing_rate`), bytes per second.
+    fn pacing_rate_bps(&self, r: usize) -> u64;
+    /// `sk_stream_memory_free`: its send buffer has room.
+    fn send_buffer_free(&self, r: usize) -> bool;
+    /// Data queued on it and not acknowledged at subflow level, bytes.
+    fn unacked_bytes(&self, r: usize) -> u64;
+}
+
+/// The segment to place.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Candidate {
+    pub len_bytes: u32,
+    /// Sent before: a reinjection.
+    pub reinjection: bool,
+    /// Subflows that carried it already (bit r % 64), for a reinjection.
+    pub carried_mask: u64,
+}
+
+impl Candidate {
+    fn carried_by(&self, r: usize) -> bool {
+        self.reinjection && self.carried_mask & (1u64 << (r % 64)) != 0
+    }
+}
+
+/// A scheduler's memory between decisions.
+#[derive(Clone, Debug)]
+pub(super) struct Scheduler {
+    kind: SchedulerKind,
+    /// Round-robin and redundant: the subflow of the last turn.
+    rr_last: usize,
+    /// Upstream: the subflow of the current burst and the bytes left in it
+    /// (`msk->last_snd`, `msk->snd_burst`).
+    last_snd: Option<usize>,
+    snd_burst_bytes: u64,
+    /// Upstream: each subflow's `avg_pacing_rate`, bytes per second (0
+    /// until first scheduled).
+    avg_pacing_rate_bps: Vec<u64>,
+}
+
+impl Scheduler {
+    pub fn new(kind: SchedulerKind) -> Self {
+        Scheduler { kind, rr_last: usize::MAX, last_snd: None, snd_burst_bytes: 0, avg_pacing_rate_bps: Vec::new() }
     }
 
-    pub(super) fn has_room(&self, r: usize, len: u32) -> bool {
-        self.subs[r].sf.has_send_room(&self.cc[r], len as u64)
-    }
-
-    fn carried(seg: &NextSeg, mask: u64, r: usize) -> bool {
-        seg.reinject.is_some() && mask & (1u64 << (r % 64)) != 0
-    }
-
-    pub(super) fn pick_ignoring_window(&mut self, seg: &NextSeg) -> Option<usize> {
-        match self.cfg.scheduler {
-            SchedulerKind::RoundRobin => self.pick_round_robin(seg),
-            SchedulerKind::Upstream => self.pick_upstream(seg),
-            _ => self.pick_lowest_rtt(seg),
+    /// The subflow for `seg` by this scheduler's rule, if one may take it
+    /// now. `new_data_room_bytes`: new data the connection may still send
+    /// (an upstream burst is no longer than it).
+    pub fn pick(&mut self, paths: &impl PathStates, seg: &Candidate, new_data_room_bytes: u64) -> Option<usize> {
+        match self.kind {
+            SchedulerKind::RoundRobin => self.pick_round_robin(paths, seg),
+            SchedulerKind::Upstream => self.pick_upstream(paths, seg, new_data_room_bytes),
+            _ => Self::pick_lowest_rtt(paths, seg),
         }
     }
 
-    fn mask_of(&self, seg: &NextSeg) -> u64 {
-        seg.reinject.map_or(0, |i| self.unacked[i].path_mask)
+    /// New data of `len_bytes` went out on the subflow of the current burst.
+    pub fn on_new_data_sent(&mut self, len_bytes: u32) {
+        if self.kind == SchedulerKind::Upstream {
+            self.snd_burst_bytes = self.snd_burst_bytes.saturating_sub(len_bytes as u64);
+        }
     }
 
     /// Out-of-tree Linux `default` (spec 11.1): non-backup subflows first,
@@ -52,21 +102,20 @@ impl MptcpConnection {
     /// not carried the segment; if one of those only waits for window space,
     /// wait for it. A segment every usable subflow of the class carried goes
     /// to the lowest-SRTT one with space.
-    pub(super) fn pick_lowest_rtt(&self, seg: &NextSeg) -> Option<usize> {
-        let mask = self.mask_of(seg);
+    pub fn pick_lowest_rtt(paths: &impl PathStates, seg: &Candidate) -> Option<usize> {
         // Per class (regular, backup), per carried (no, yes): a usable
         // subflow exists; the best one with room.
         let mut usable = [[false; 2]; 2];
         let mut best: [[Option<(u64, usize)>; 2]; 2] = [[None; 2]; 2];
-        for r in 0..self.subs.len() {
-            if !self.usable(r) {
+        for r in 0..paths.count() {
+            if !paths.usable(r) {
                 continue;
             }
-            let (class, carried) = (self.subs[r].backup as usize, Self::carried(seg, mask, r) as usize);
+            let (class, carried) = (paths.backup(r) as usize, seg.carried_by(r) as usize);
             usable[class][carried] = true;
-            let srtt_ps = self.cc[r].srtt.map_or(0, |s| s.as_ps());
+            let srtt_ps = paths.srtt_ps(r);
             // Ties go to the lower index, as the list order of Linux.
-            if best[class][carried].is_none_or(|(b, _)| srtt_ps < b) && self.has_room(r, seg.len) {
+            if best[class][carried].is_none_or(|(b, _)| srtt_ps < b) && paths.has_room(r, seg.len_bytes) {
                 best[class][carried] = Some((srtt_ps, r));
             }
         }
@@ -80,14 +129,14 @@ impl MptcpConnection {
     /// class it would take that have room, and how many full segments each
     /// takes one after the other.
     #[inline(always)]
-    pub(super) fn rank_lowest_rtt(&self, out: &mut Vec<(u64, usize, u64)>) {
+    pub fn rank_lowest_rtt(paths: &impl PathStates, out: &mut Vec<(u64, usize, u64)>) {
         out.clear();
         let mut regular_usable = false;
-        for r in 0..self.subs.len() {
-            if !self.usable(r) {
+        for r in 0..paths.count() {
+            if !paths.usable(r) {
                 continue;
             }
-            let backup = self.subs[r].backup;
+            let backup = paths.backup(r);
             if !backup && !regular_usable {
                 regular_usable = true;
                 out.clear(); // backup subflows only when no regular one is usable
@@ -95,9 +144,9 @@ impl MptcpConnection {
             if backup && regular_usable {
                 continue;
             }
-            let room = self.subs[r].sf.full_segments_with_room(&self.cc[r]);
+            let room = paths.full_segments_with_room(r);
             if room > 0 {
-                out.push((self.cc[r].srtt.map_or(0, |s| s.as_ps()), r, room));
+                out.push((paths.srtt_ps(r), r, room));
             }
         }
         out.sort_unstable();
@@ -107,15 +156,25 @@ impl MptcpConnection {
     /// cwnd-limited): the next usable subflow with space after the last one
     /// used. Backup flags are ignored. A reinjection goes to a subflow that
     /// has not carried it, else to any.
-    fn pick_round_robin(&mut self, seg: &NextSeg) -> Option<usize> {
-        let n = self.subs.len();
-        let mask = self.mask_of(seg);
+    fn pick_round_robin(&mut self, paths: &impl PathStates, seg: &Candidate) -> Option<usize> {
+        let n = paths.count();
         let start = self.rr_last.wrapping_add(1);
         let order = || (0..n).map(move |k| (start + k) % n);
-        let ready = |r: usize| self.usable(r) && self.has_room(r, seg.len);
-        let r = order().find(|&r| ready(r) && !Self::carried(seg, mask, r)).or_else(|| order().find(|&r| ready(r)))?;
+        let ready = |r: usize| paths.usable(r) && paths.has_room(r, seg.len_bytes);
+        let r = order().find(|&r| ready(r) && !seg.carried_by(r)).or_else(|| order().find(|&r| ready(r)))?;
         self.rr_last = r;
         Some(r)
+    }
+
+    /// Redundant: the subflow whose turn comes `k` places after the last
+    /// one that took a segment, of `n`.
+    pub fn turn_after_last(&self, k: usize, n: usize) -> usize {
+        self.rr_last.wrapping_add(1 + k) % n
+    }
+
+    /// Redundant: subflow `r` took a segment on its turn.
+    pub fn took_turn(&mut self, r: usize) {
+        self.rr_last = r;
     }
 
     /// Upstream Linux `mptcp_subflow_get_send` (spec 11.4). New data stays
@@ -127,344 +186,337 @@ impl MptcpConnection {
     /// has room; if not, nothing is sent until an ACK frees some.
     /// Reinjections take the same choice without the burst, preferring a
     /// subflow that has not carried them.
-    fn pick_upstream(&mut self, seg: &NextSeg) -> Option<usize> {
-        if seg.reinject.is_none() {
-            if let Some(r) = self.last_snd.filter(|&r| self.snd_burst_bytes > 0 && self.upstream_active(r)) {
-                if self.send_buffer_free(r) {
+    fn pick_upstream(&mut self, paths: &impl PathStates, seg: &Candidate, new_data_room_bytes: u64) -> Option<usize> {
+        if !seg.reinjection {
+            if let Some(r) = self.last_snd.filter(|&r| self.snd_burst_bytes > 0 && paths.active(r)) {
+                if paths.send_buffer_free(r) {
                     return Some(r);
                 }
             }
         }
-        let mask = self.mask_of(seg);
+        if self.avg_pacing_rate_bps.len() < paths.count() {
+            self.avg_pacing_rate_bps.resize(paths.count(), 0);
+        }
         // Per class (regular, backup), per carried (no, yes): the lowest linger.
         let mut best: [[Option<(u128, usize)>; 2]; 2] = [[None; 2]; 2];
         let mut regular_active = false;
-        for r in 0..self.subs.len() {
-            if !self.upstream_active(r) {
+        for r in 0..paths.count() {
+            if !paths.active(r) {
                 continue;
             }
-            let backup = self.subs[r].backup;
+            let backup = paths.backup(r);
             regular_active |= !backup;
-            if self.subs[r].avg_pacing_rate_bps == 0 {
-                self.subs[r].avg_pacing_rate_bps = self.pacing_rate_bps(r);
+            if self.avg_pacing_rate_bps[r] == 0 {
+                self.avg_pacing_rate_bps[r] = paths.pacing_rate_bps(r);
             }
-            let pace = self.subs[r].avg_pacing_rate_bps.max(1) as u128;
-            let linger = ((self.wmem_queued_bytes(r) as u128) << 32) / pace;
-            let slot = &mut best[backup as usize][Self::carried(seg, mask, r) as usize];
+            let pace = self.avg_pacing_rate_bps[r].max(1) as u128;
+            let linger = ((paths.wmem_queued_bytes(r) as u128) << 32) / pace;
+            let slot = &mut best[backup as usize][seg.carried_by(r) as usize];
             if slot.is_none_or(|(b, _)| linger < b) {
                 *slot = Some((linger, r));
             }
         }
         let class = if regular_active { 0 } else { 1 };
         let (_, r) = best[class][0].or(best[class][1])?;
-        if !self.send_buffer_free(r) {
+        if !paths.send_buffer_free(r) {
             return None;
         }
-        if seg.reinject.is_none() {
-            self.start_burst(r);
+        if !seg.reinjection {
+            self.start_burst(paths, r, new_data_room_bytes);
         }
         Some(r)
     }
 
     /// A new burst on `r`: its average pacing rate moves toward the
     /// current one in proportion to the burst and what is queued.
-    fn start_burst(&mut self, r: usize) {
-        let burst = UPSTREAM_BURST_BYTES.min(self.send_limit().saturating_sub(self.data_nxt));
+    fn start_burst(&mut self, paths: &impl PathStates, r: usize, new_data_room_bytes: u64) {
+        let burst = UPSTREAM_BURST_BYTES.min(new_data_room_bytes);
         self.last_snd = Some(r);
         self.snd_burst_bytes = burst;
         if burst == 0 {
             return;
         }
-        let wmem = self.wmem_queued_bytes(r) as u128;
-        let (avg, now) = (self.subs[r].avg_pacing_rate_bps as u128, self.pacing_rate_bps(r) as u128);
+        let wmem = paths.wmem_queued_bytes(r) as u128;
+        let (avg, now) = (self.avg_pacing_rate_bps[r] as u128, paths.pacing_rate_bps(r) as u128);
         let b = burst as u128;
-        self.subs[r].avg_pacing_rate_bps = ((avg * wmem + now * b) / (b + wmem)).min(u64::MAX as u128) as u64;
+        self.avg_pacing_rate_bps[r] = ((avg * wmem + now * b) / (b + wmem)).min(u64::MAX as u128) as u64;
     }
 
-    /// Upstream `mptcp_subflow_active`: fully established, may send, not
-    /// marked potentially failed (upstream's "stale").
-    fn upstream_active(&self, r: usize) -> bool {
-        let s = &self.subs[r];
-        s.ready && !s.gone && !s.pf && s.sf.state.can_send()
-    }
-
-    /// `sk_stream_memory_free`: subflow `r`'s socket memory
-    /// (`sk_wmem_queued`: what it holds, sent and not acknowledged or
-    /// queued, at the truesize of `crate::buffers`) is below its send
-    /// buffer. A fixed `sndbuf` is the MPTCP socket's `SO_SNDBUF`, which
-    /// Linux copies to every subflow and locks (`mptcp_sol_socket_sync_intval`,
-    /// `SOCK_SNDBUF_LOCK`); the key counts payload, and so does the check.
-    fn send_buffer_free(&self, r: usize) -> bool {
-        match self.cfg.sndbuf_bytes {
-            Some(fixed) => self.subs[r].sf.unacked_app_bytes() < fixed,
-            None => self.wmem_queued_bytes(r) < self.subs[r].sndbuf_bytes,
-        }
-    }
-
-    /// Subflow `r`'s `sk_wmem_queued`: what it holds, at the truesize of
-    /// `crate::buffers` (the linger time of `mptcp_subflow_get_send` is
-    /// this over the pacing rate).
-    fn wmem_queued_bytes(&self, r: usize) -> u64 {
-        let sf = &self.subs[r].sf;
-        let in_flight = sf.snd_nxt.min(sf.write_seq()).saturating_sub(sf.snd_una().max(1));
-        let unsent = sf.write_seq().saturating_sub(sf.snd_nxt.max(1));
-        buffers::wmem_queued_bytes(in_flight, unsent, self.cfg.tcp.mss_bytes as u64)
-    }
-
-    /// `tcp_init_buffer_space` at establishment: subflow `r`'s send
-    /// buffer grows to twice its window (`tcp_sndbuf_expand`).
-    pub(super) fn init_sndbuf(&mut self, r: usize) {
-        let mss = self.cfg.tcp.mss_bytes as u64;
-        let cwnd = self.cc[r].cwnd_pkts.max(0.0) as u64;
-        let grown = buffers::sndbuf_expand_bytes(mss, cwnd, buffers::TCP_REORDERING_PKTS);
-        let s = &mut self.subs[r];
-        s.sndbuf_bytes = s.sndbuf_bytes.max(grown);
-    }
-
-    /// `tcp_new_space` on an ACK that freed data: the buffer grows with the
-    /// window only if the window is not full once the subflow sent what it
-    /// holds (`tcp_should_expand_sndbuf`: `tcp_data_snd_check` pushes
-    /// before `tcp_check_space` looks), so a subflow the scheduler keeps
-    /// queued beyond its window keeps its buffer. It never shrinks.
-    /// Reordering is Linux's initial degree (the model does not track it).
-    pub(super) fn expand_sndbuf(&mut self, r: usize) {
-        let sf = &self.subs[r].sf;
-        let mss = self.cfg.tcp.mss_bytes as u64;
-        let cwnd_bytes = (self.cc[r].cwnd_pkts.max(0.0) as u64) * mss;
-        if sf.write_seq().saturating_sub(sf.snd_una().max(1)) < cwnd_bytes {
-            self.init_sndbuf(r);
-        }
-    }
-
-    /// Linux `tcp_update_pacing_rate`: 200 % of cwnd·mss/srtt well below
-    /// ssthresh, 120 % after; unbounded before the first RTT sample.
-    fn pacing_rate_bps(&self, r: usize) -> u64 {
-        let (cc, sf) = (&self.cc[r], &self.subs[r].sf);
-        let mss = self.cfg.tcp.mss_bytes as u128;
-        let ratio_pct: u128 = if cc.cwnd_pkts < cc.ssthresh_pkts / 2.0 { 200 } else { 120 };
-        let packets_out = (sf.snd_nxt.saturating_sub(sf.snd_una().max(1)) as u128).div_ceil(mss);
-        let segs = (cc.cwnd_pkts as u128).max(packets_out);
-        match cc.srtt.map(|d| d.as_ps() as u128).filter(|&ps| ps > 0) {
-            Some(srtt_ps) => (mss * segs * ratio_pct * 10_000_000_000 / srtt_ps).min(u64::MAX as u128) as u64,
-            None => u64::MAX,
-        }
-    }
-
-    /// Out-of-tree Linux `redundant`: every segment on every usable
-    /// non-backup subflow. Each subflow walks the unacknowledged data from
-    /// its own pointer, then takes new data.
-    pub(super) fn schedule_redundant(&mut self) {
-        let n = self.subs.len();
-        let non_backup_usable = (0..n).any(|r| !self.subs[r].backup && self.usable(r));
-        loop {
-            let mut sent = false;
-            for k in 0..n {
-                let r = (self.rr_last.wrapping_add(1 + k)) % n;
-                let backup_ok = !non_backup_usable;
-                if !self.usable(r) || !self.has_room(r, self.cfg.tcp.mss_bytes) || (self.subs[r].backup && !backup_ok) {
-                    continue;
-                }
-                if let Some(seg) = self.redundant_next_for(r, backup_ok) {
-                    self.rr_last = r;
-                    self.subs[r].redundant_next = seg.dsn + seg.len as u64;
-                    self.transmit_on(r, seg);
-                    sent = true;
-                }
-            }
-            if !sent {
-                break;
-            }
-        }
-    }
-
-    /// The next segment subflow `r` has not carried: an unacknowledged one
-    /// after its pointer, else new data. A backup subflow takes only data
-    /// never sent before.
-    fn redundant_next_for(&mut self, r: usize, backup_only_new: bool) -> Option<NextSeg> {
-        let from = self.subs[r].redundant_next.max(self.data_una);
-        let bit = 1u64 << (r % 64);
-        if !backup_only_new {
-            let i = self.unacked.partition_point(|s| s.dsn < from);
-            if let Some(s) = self.unacked.get(i).copied() {
-                if s.path_mask & bit == 0 {
-                    self.unacked[i].in_reinject_queue = true;
-                    return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
-                }
-            }
-        }
-        if self.data_nxt >= self.app_end {
-            return None;
-        }
-        let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
-        let seg = NextSeg { dsn: self.data_nxt, len, reinject: None };
-        (seg.dsn + len as u64 <= self.send_limit()).then_some(seg)
-    }
-
-    /// Upstream `mptcp_retransmit_timer` and `__mptcp_retrans`: the oldest
-    /// data not DATA_ACKed goes again on the subflow
-    /// `mptcp_subflow_get_retrans` picks, an active one with nothing
-    /// outstanding (a backup one only if no subflow made progress for more
-    /// than one interval); subflows with data outstanding count an interval
-    /// without progress (`mptcp_pm_subflow_chk_stale`).
-    pub(super) fn upstream_retransmit(&mut self) {
-        let (mut pick, mut backup, mut min_stale) = (None, None, u8::MAX);
-        for r in 0..self.subs.len() {
-            if !self.upstream_active(r) {
-                continue;
-            }
-            if self.subs[r].sf.unacked_app_bytes() > 0 {
-                self.check_stale(r);
-                min_stale = min_stale.min(self.subs[r].stale_count);
-                continue;
-            }
-            let slot = if self.subs[r].backup { &mut backup } else { &mut pick };
+    /// Upstream `mptcp_subflow_get_retrans`: the first active subflow with
+    /// nothing outstanding, a non-backup one if any; a backup one only if
+    /// every subflow with data outstanding went `min_stale_count` (more
+    /// than one) retransmission intervals without progress.
+    pub fn pick_retrans(paths: &impl PathStates, min_stale_count: u8) -> Option<usize> {
+        let (mut pick, mut backup) = (None, None);
+        for r in (0..paths.count()).filter(|&r| paths.active(r) && paths.unacked_bytes(r) == 0) {
+            let slot = if paths.backup(r) { &mut backup } else { &mut pick };
             slot.get_or_insert(r);
         }
-        let Some(r) = pick.or(backup.filter(|_| min_stale > 1)) else { return };
-        let Some(head) = self.unacked.front().copied() else { return };
-        self.unacked[0].in_reinject_queue = true;
-        self.transmit_on(r, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(0) });
+        pick.or(backup.filter(|_| min_stale_count > 1))
+    }
+}
+
+/// Upstream's count of MPTCP retransmission intervals a subflow spent with
+/// data outstanding and no progress (`stale_count`, `stale_rcv_tstamp` of
+/// Linux). Progress is the subflow's cumulative ACK, where Linux looks at
+/// the time of the last segment received.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Staleness {
+    count: u8,
+    /// The cumulative ACK when counting began.
+    mark: u64,
+}
+
+impl Staleness {
+    /// Intervals counted so far (0: not counting).
+    pub fn count(&self) -> u8 {
+        self.count
     }
 
-    /// One more interval without progress on subflow `r`; at
-    /// `stale_loss_cnt` it is stale (excluded from scheduling until it
-    /// makes progress) and, if another subflow can send, what is
-    /// outstanding on it goes to the others (`mptcp_pm_subflows_chk_stale`,
-    /// `__mptcp_retransmit_pending_data`). Progress is counted by the
-    /// subflow's cumulative ACK, where Linux looks at the time of the last
-    /// segment received.
-    fn check_stale(&mut self, r: usize) {
-        let s = &mut self.subs[r];
-        if s.stale_count == 0 || s.stale_mark != s.una_seen {
-            s.stale_mark = s.una_seen;
-            s.stale_count = 1;
-            return;
-        }
-        s.stale_count = s.stale_count.saturating_add(1);
-        if s.stale_count < UPSTREAM_STALE_LOSS_CNT {
-            return;
-        }
-        let others = (0..self.subs.len()).any(|o| o != r && self.upstream_active(o));
-        if others {
-            self.subs[r].pf = true;
-            self.reinject_from(r);
-        }
+    /// The subflow made progress: counting stops.
+    pub fn on_progress(&mut self) {
+        self.count = 0;
     }
 
-    /// Upstream `mptcp_set_timeout`: the time left on the subflows'
-    /// pending timers, the longest, for those not yet counting intervals
-    /// without progress; `TCP_RTO_MIN` if there is none.
-    pub(super) fn upstream_timer_interval(&self, now: SimTime) -> SimDuration {
-        self.subs
-            .iter()
-            .filter(|s| !s.gone && s.stale_count == 0)
-            .filter_map(|s| s.sf.poll_timeout())
-            .map(|t| SimDuration(t.0.saturating_sub(now.0)))
-            .max()
-            .filter(|d| *d > SimDuration::ZERO)
-            .unwrap_or(UPSTREAM_TIMER_MIN)
+    /// One more retransmission interval with data outstanding, the
+    /// cumulative ACK at `una`. Returns true when the subflow is stale
+    /// (`mptcp_pm_subflow_chk_stale`: `stale_loss_cnt` intervals).
+    pub fn on_interval(&mut self, una: u64) -> bool {
+        if self.count == 0 || self.mark != una {
+            self.mark = una;
+            self.count = 1;
+            return false;
+        }
+        self.count = self.count.saturating_add(1);
+        self.count >= UPSTREAM_STALE_LOSS_CNT
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{tests::config, MptcpConfig, MptcpConnection, SchedulerKind};
-    use crate::buffers;
-    use mpsim_core::{Addr, SimDuration, SimTime};
+    use super::*;
 
-    /// A client whose initial subflow completed its handshake with a
-    /// server 1 ms away, scheduling with `scheduler`.
-    fn established(scheduler: SchedulerKind, sndbuf_bytes: Option<u64>) -> (MptcpConnection, SimTime) {
-        let cfg = |addr, seed| MptcpConfig { scheduler, sndbuf_bytes, ..config(addr, seed) };
-        let mut client = MptcpConnection::connect(cfg(Addr(1), 1), (Addr(2), 80)).expect("lia exists");
-        let mut now = SimTime::ZERO;
-        let syn = client.poll_transmit(now).expect("a SYN");
-        let mut server = MptcpConnection::accept(cfg(Addr(2), 2), &syn).expect("lia exists");
-        for _ in 0..4 {
-            now += SimDuration::from_millis(1);
-            while let Some(p) = server.poll_transmit(now) {
-                client.handle_segment(now, &p);
-            }
-            while let Some(p) = client.poll_transmit(now) {
-                server.handle_segment(now, &p);
-            }
-        }
-        assert!(client.subs[0].ready, "the handshake completed");
-        (client, now)
+    /// One subflow's state as a scheduler sees it.
+    #[derive(Clone, Copy)]
+    struct Path {
+        usable: bool,
+        active: bool,
+        backup: bool,
+        srtt_ms: u64,
+        room_segs: u64,
+        wmem_bytes: u64,
+        pace_bps: u64,
+        buffer_free: bool,
+        unacked_bytes: u64,
     }
 
-    /// Payload of one MPTCP segment here: the 1500-byte MTU less IPv4 and
-    /// TCP headers (40) and the DSS option (28); reference mode, no timestamps.
-    const SEG: u64 = 1432;
-
-    /// Payload the upstream scheduler hands the only subflow of a
-    /// connection with 10 MB to send, its window at `cwnd_pkts` when its
-    /// send buffer last grew, in one scheduling round.
-    fn handed_at(cwnd_pkts: f64, sndbuf_bytes: Option<u64>) -> u64 {
-        let (mut c, now) = established(SchedulerKind::Upstream, sndbuf_bytes);
-        c.cc[0].cwnd_pkts = cwnd_pkts;
-        c.expand_sndbuf(0);
-        c.send(10_000_000);
-        let mut out = Vec::new();
-        c.drain_transmit(now, &mut out);
-        c.subs[0].sf.unacked_app_bytes()
-    }
-
-    #[test]
-    fn a_subflow_at_cwnd_10_is_handed_about_64_kb() {
-        // Linux 6.18: 64.5 KB handed at cwnd 10 (87,040 bytes of send
-        // buffer). The model: 47 segments, whose unsent two-segment skbs
-        // fill it (the check is before each segment).
-        let handed = handed_at(10.0, None);
-        assert_eq!(handed, 47 * SEG);
-        assert!((64_500.0 - handed as f64).abs() < 0.05 * 64_500.0, "{handed}");
-    }
-
-    #[test]
-    fn the_send_buffer_follows_the_window_to_hold_about_476_kb_at_cwnd_84() {
-        // Before anything is sent, all of it sits in two-segment skbs.
-        assert_eq!(handed_at(84.0, None), 389 * SEG);
-        // Linux 6.18 holds 476 KB at cwnd 84 (731,136 bytes of buffer).
-        // With the window's 84 segments sent (one skb each), the check
-        // admits unsent segments until the memory reaches the buffer:
-        let mss = SEG;
-        let sndbuf = buffers::sndbuf_expand_bytes(mss, 84, buffers::TCP_REORDERING_PKTS);
-        let held_segs = (84..).find(|&n| buffers::wmem_queued_bytes(84 * mss, (n - 84) * mss, mss) >= sndbuf).unwrap();
-        let held = held_segs * mss;
-        // 530 KB, 11 % above the kernel's: Linux also cuts some unsent
-        // data into one-segment skbs (and its per-skb cost varies with
-        // the driver), which the model does not follow.
-        assert!((476_000.0 - held as f64).abs() < 0.15 * 476_000.0, "{held}");
-        // The old rule, 2 max(10, cwnd) segments, held 243 KB.
-        assert!(held > 2 * 2 * 84 * mss);
-    }
-
-    #[test]
-    fn a_fixed_send_buffer_locks_every_subflow_at_its_size() {
-        // SO_SNDBUF is copied to the subflows and stops their growth:
-        // whatever the window, 13 segments fit in 20,000 bytes.
-        for cwnd in [10.0, 84.0] {
-            let handed = handed_at(cwnd, Some(20_000));
-            assert_eq!(handed, 13 * SEG, "cwnd {cwnd}");
+    /// A usable subflow with `room_segs` segments of window and an SRTT of `srtt_ms`.
+    fn path(srtt_ms: u64, room_segs: u64) -> Path {
+        Path {
+            usable: true,
+            active: true,
+            backup: false,
+            srtt_ms,
+            room_segs,
+            wmem_bytes: 0,
+            pace_bps: 1_000_000,
+            buffer_free: true,
+            unacked_bytes: 0,
         }
     }
 
+    fn backup(p: Path) -> Path {
+        Path { backup: true, ..p }
+    }
+
+    impl PathStates for Vec<Path> {
+        fn count(&self) -> usize {
+            self.len()
+        }
+        fn usable(&self, r: usize) -> bool {
+            self[r].usable
+        }
+        fn active(&self, r: usize) -> bool {
+            self[r].active
+        }
+        fn backup(&self, r: usize) -> bool {
+            self[r].backup
+        }
+        fn srtt_ps(&self, r: usize) -> u64 {
+            self[r].srtt_ms * 1_000_000_000
+        }
+        fn has_room(&self, r: usize, _len_bytes: u32) -> bool {
+            self[r].room_segs > 0
+        }
+        fn full_segments_with_room(&self, r: usize) -> u64 {
+            self[r].room_segs
+        }
+        fn wmem_queued_bytes(&self, r: usize) -> u64 {
+            self[r].wmem_bytes
+        }
+        fn pacing_rate_bps(&self, r: usize) -> u64 {
+            self[r].pace_bps
+        }
+        fn send_buffer_free(&self, r: usize) -> bool {
+            self[r].buffer_free
+        }
+        fn unacked_bytes(&self, r: usize) -> u64 {
+            self[r].unacked_bytes
+        }
+    }
+
+    const MSS: u32 = 1400;
+    const NEW: Candidate = Candidate { len_bytes: MSS, reinjection: false, carried_mask: 0 };
+
+    fn reinjection(carried_by: &[usize]) -> Candidate {
+        let carried_mask = carried_by.iter().fold(0, |m, &r| m | 1u64 << r);
+        Candidate { len_bytes: MSS, reinjection: true, carried_mask }
+    }
+
+    fn pick(kind: SchedulerKind, paths: &Vec<Path>, seg: Candidate) -> Option<usize> {
+        Scheduler::new(kind).pick(paths, &seg, u64::MAX)
+    }
+
     #[test]
-    fn a_subflow_holding_a_full_window_keeps_its_send_buffer() {
-        let (mut c, now) = established(SchedulerKind::Upstream, None);
-        c.cc[0].cwnd_pkts = 10.0;
-        c.expand_sndbuf(0);
-        c.send(10_000_000);
-        let mut out = Vec::new();
-        c.drain_transmit(now, &mut out);
-        assert_eq!(c.subs[0].sf.unacked_app_bytes(), 47 * SEG);
-        // 40 segments of window: what it holds fills it (tcp_should_expand_sndbuf).
-        c.cc[0].cwnd_pkts = 40.0;
-        c.expand_sndbuf(0);
-        assert_eq!(c.subs[0].sndbuf_bytes, 87_040);
-        // 84 segments: room in the window, the buffer follows it.
-        c.cc[0].cwnd_pkts = 84.0;
-        c.expand_sndbuf(0);
-        assert_eq!(c.subs[0].sndbuf_bytes, 731_136);
+    fn default_takes_the_lowest_rtt_subflow_with_room() {
+        let paths = vec![path(40, 5), path(10, 5), path(20, 5)];
+        assert_eq!(pick(SchedulerKind::Default, &paths, NEW), Some(1));
+    }
+
+    #[test]
+    fn default_waits_for_the_lowest_rtt_subflow_among_those_with_room_only() {
+        // The fastest is full: the next fastest with room takes the segment.
+        let paths = vec![path(40, 5), path(10, 0), path(20, 5)];
+        assert_eq!(pick(SchedulerKind::Default, &paths, NEW), Some(2));
+        // No subflow has room: nothing is sent.
+        let full = vec![path(40, 0), path(10, 0)];
+        assert_eq!(pick(SchedulerKind::Default, &full, NEW), None);
+    }
+
+    #[test]
+    fn default_ties_go_to_the_first_subflow() {
+        let paths = vec![path(10, 5), path(10, 5)];
+        assert_eq!(pick(SchedulerKind::Default, &paths, NEW), Some(0));
+    }
+
+    #[test]
+    fn default_uses_a_backup_subflow_only_when_no_regular_one_is_usable() {
+        let mut paths = vec![path(40, 5), backup(path(10, 5))];
+        assert_eq!(pick(SchedulerKind::Default, &paths, NEW), Some(0));
+        // A regular subflow without room still keeps the backup one idle.
+        paths[0].room_segs = 0;
+        assert_eq!(pick(SchedulerKind::Default, &paths, NEW), None);
+        paths[0].usable = false;
+        assert_eq!(pick(SchedulerKind::Default, &paths, NEW), Some(1));
+    }
+
+    #[test]
+    fn default_reinjects_on_a_subflow_that_has_not_carried_the_segment() {
+        let paths = vec![path(10, 5), path(40, 5)];
+        assert_eq!(pick(SchedulerKind::Default, &paths, reinjection(&[0])), Some(1));
+        // Carried everywhere: the lowest RTT with room.
+        assert_eq!(pick(SchedulerKind::Default, &paths, reinjection(&[0, 1])), Some(0));
+    }
+
+    #[test]
+    fn default_ranks_subflows_by_rtt_with_their_room_in_the_class_it_would_use() {
+        let paths = vec![path(40, 3), backup(path(5, 9)), path(10, 2), path(20, 0)];
+        let mut ranked = Vec::new();
+        Scheduler::rank_lowest_rtt(&paths, &mut ranked);
+        let order: Vec<(usize, u64)> = ranked.iter().map(|&(_, r, room)| (r, room)).collect();
+        assert_eq!(order, vec![(2, 2), (0, 3)]);
+    }
+
+    #[test]
+    fn round_robin_turns_through_the_usable_subflows_with_room() {
+        let mut paths = vec![path(10, 5), path(20, 5), path(30, 5)];
+        paths[1].usable = false;
+        let mut s = Scheduler::new(SchedulerKind::RoundRobin);
+        let turns: Vec<Option<usize>> = (0..4).map(|_| s.pick(&paths, &NEW, u64::MAX)).collect();
+        assert_eq!(turns, vec![Some(0), Some(2), Some(0), Some(2)]);
+    }
+
+    #[test]
+    fn round_robin_prefers_a_subflow_that_has_not_carried_a_reinjection() {
+        let paths = vec![path(10, 5), path(20, 5), path(30, 5)];
+        let mut s = Scheduler::new(SchedulerKind::RoundRobin);
+        assert_eq!(s.pick(&paths, &reinjection(&[0, 1]), u64::MAX), Some(2));
+        assert_eq!(s.pick(&paths, &reinjection(&[0, 1, 2]), u64::MAX), Some(0));
+    }
+
+    #[test]
+    fn redundant_turns_start_after_the_last_subflow_used() {
+        let mut s = Scheduler::new(SchedulerKind::Redundant);
+        assert_eq!(s.turn_after_last(0, 3), 0);
+        s.took_turn(1);
+        assert_eq!((0..3).map(|k| s.turn_after_last(k, 3)).collect::<Vec<_>>(), vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn upstream_takes_the_shortest_linger_time() {
+        // Linger = queued bytes / pacing rate: 100 KB at 10 MB/s beats 20 KB at 1 MB/s.
+        let mut paths = vec![path(10, 5), path(10, 5)];
+        paths[0].wmem_bytes = 20_000;
+        paths[1].wmem_bytes = 100_000;
+        paths[1].pace_bps = 10_000_000;
+        assert_eq!(pick(SchedulerKind::Upstream, &paths, NEW), Some(1));
+    }
+
+    #[test]
+    fn upstream_ignores_the_window_but_not_the_send_buffer() {
+        let mut paths = vec![path(10, 0)];
+        assert_eq!(pick(SchedulerKind::Upstream, &paths, NEW), Some(0));
+        paths[0].buffer_free = false;
+        assert_eq!(pick(SchedulerKind::Upstream, &paths, NEW), None);
+    }
+
+    #[test]
+    fn upstream_keeps_a_burst_on_its_subflow_until_it_is_spent() {
+        let mut paths = vec![path(10, 5), path(10, 5)];
+        let mut s = Scheduler::new(SchedulerKind::Upstream);
+        assert_eq!(s.pick(&paths, &NEW, 3 * MSS as u64), Some(0));
+        // Subflow 0 now lingers longer, but the burst (3 segments, all the
+        // connection may send) stays on it.
+        paths[0].wmem_bytes = 1_000_000;
+        s.on_new_data_sent(MSS);
+        assert_eq!(s.pick(&paths, &NEW, u64::MAX), Some(0));
+        s.on_new_data_sent(MSS);
+        s.on_new_data_sent(MSS);
+        assert_eq!(s.pick(&paths, &NEW, u64::MAX), Some(1));
+    }
+
+    #[test]
+    fn upstream_uses_backup_subflows_only_when_no_regular_one_is_active() {
+        let mut paths = vec![path(10, 5), backup(path(10, 5))];
+        paths[0].wmem_bytes = 1_000_000;
+        assert_eq!(pick(SchedulerKind::Upstream, &paths, NEW), Some(0));
+        paths[0].active = false;
+        assert_eq!(pick(SchedulerKind::Upstream, &paths, NEW), Some(1));
+    }
+
+    #[test]
+    fn upstream_retransmits_on_an_idle_active_subflow() {
+        let mut paths = vec![path(10, 5), path(10, 5), backup(path(10, 5))];
+        paths[0].unacked_bytes = 1400;
+        assert_eq!(Scheduler::pick_retrans(&paths, 1), Some(1));
+        // The only idle regular subflow is busy too: the backup one only
+        // once the others went more than one interval without progress.
+        paths[1].unacked_bytes = 1400;
+        assert_eq!(Scheduler::pick_retrans(&paths, 1), None);
+        assert_eq!(Scheduler::pick_retrans(&paths, 2), Some(2));
+    }
+
+    #[test]
+    fn a_subflow_is_stale_after_four_intervals_without_progress() {
+        let mut s = Staleness::default();
+        let stale: Vec<bool> = (0..4).map(|_| s.on_interval(100)).collect();
+        assert_eq!(stale, vec![false, false, false, true]);
+        assert_eq!(s.count(), 4);
+        // Progress between intervals starts the count again.
+        let mut s = Staleness::default();
+        assert!(!s.on_interval(100) && !s.on_interval(100) && !s.on_interval(200));
+        assert_eq!(s.count(), 1);
+        s.on_progress();
+        assert_eq!(s.count(), 0);
     }
 }

@@ -2,37 +2,21 @@
 //! with MPTCP options (handshake, DSS mapping and DATA_ACK, address
 //! management), and asks the scheduler where new and reinjected data goes.
 
-use super::connection::{Kind, MetaSeg, MpState, MptcpConnection};
+use super::connection::{Conn, Kind, MpState};
 use super::crypto;
+use super::scheduler::Scheduler;
+use super::sender::NextSeg;
 use super::SchedulerKind;
 use crate::tcp::mtu::{ts_option_bytes, IP_TCP_HEADER_BYTES, TCP_OPTION_SPACE_BYTES};
 use crate::tcp::CcCtx;
 use mpsim_core::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
 use mpsim_core::{Packet, PacketExt, SimTime, TcpFlags};
 
-/// Where the next segment comes from.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct NextSeg {
-    pub dsn: u64,
-    pub len: u32,
-    /// Index into `unacked` for a reinjection.
-    pub reinject: Option<usize>,
-}
-
-impl MptcpConnection {
-    /// The next packet to send (one at a time; the engine uses `drain_transmit`).
-    pub fn poll_transmit(&mut self, now: SimTime) -> Option<Packet> {
-        if self.polled.is_empty() {
-            let mut batch = Vec::new();
-            self.drain_transmit(now, &mut batch);
-            self.polled = batch.into();
-        }
-        self.polled.pop_front()
-    }
-
+impl Conn {
     /// Everything there is to send, appended to `sink` in order, built in
-    /// `sink` itself (the engine's hot path).
-    pub fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>) {
+    /// `sink` itself (the engine's hot path); with `fill`, what the
+    /// subflows and the scheduler have to send is looked for.
+    pub(super) fn drain_transmit(&mut self, now: SimTime, sink: &mut Vec<Packet>, fill: bool) {
         // Packets made for `poll_transmit` and emitted since the last call
         // (both rare) go first.
         if !self.polled.is_empty() {
@@ -42,9 +26,8 @@ impl MptcpConnection {
             sink.append(&mut self.out);
         }
         std::mem::swap(&mut self.out, sink);
-        if !self.quiet {
+        if fill {
             self.fill(now);
-            self.quiet = true;
         }
         std::mem::swap(&mut self.out, sink);
     }
@@ -55,15 +38,15 @@ impl MptcpConnection {
     }
 
     fn fill(&mut self, now: SimTime) {
-        if self.data_fin_ack_due {
+        if self.rx.take_fin_ack_due() {
             self.ack_data_fin(now);
         }
-        let wnd = self.rcv.window_bytes();
+        let wnd = self.rx.window_bytes();
         for r in 0..self.subs.len() {
             let sub = &mut self.subs[r];
             sub.sf.set_advertised_window(Some(wnd));
             // Only subflows that saw something can have something new to send.
-            if !sub.gone && std::mem::take(&mut sub.dirty) && !self.nothing_due(r) {
+            if !sub.gone && sub.take_dirty() && !self.nothing_due(r) {
                 self.drain_subflow(now, r);
             }
         }
@@ -76,17 +59,17 @@ impl MptcpConnection {
                     self.schedule_redundant();
                 }
                 // Nothing to reinject and no new data: `schedule` would find no segment.
-                _ if self.reinject.is_empty() && self.data_nxt >= self.app_end => {}
+                _ if self.tx.idle() => {}
                 _ => self.schedule(now),
             }
-            if std::mem::take(&mut self.any_queued) {
+            if !self.queued.is_empty() {
                 self.push_queued(now);
             }
             self.maybe_send_data_fin(now);
-            if !self.announce.is_empty() {
+            if self.pm.next_announcement().is_some() {
                 self.send_announcements(now);
             }
-            if self.any_prio_pending {
+            if !self.prio_pending.is_empty() {
                 self.send_priorities(now);
             }
             self.maybe_close_subflows(now);
@@ -158,7 +141,7 @@ impl MptcpConnection {
     #[inline(always)]
     fn push_queued(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
-            if std::mem::take(&mut self.subs[r].queued) {
+            if self.queued.remove(r) {
                 self.drain_subflow(now, r);
             }
         }
@@ -181,8 +164,8 @@ impl MptcpConnection {
                 return;
             }
             let Some(r) = self.pick_ignoring_window(&seg) else { return };
-            if seg.reinject.is_none() && self.cfg.scheduler == SchedulerKind::Upstream {
-                self.snd_burst_bytes = self.snd_burst_bytes.saturating_sub(seg.len as u64);
+            if seg.reinject.is_none() {
+                self.sched.on_new_data_sent(seg.len);
             }
             self.transmit_on(r, seg);
         }
@@ -205,12 +188,12 @@ impl MptcpConnection {
             return false;
         }
         let mut ranked = std::mem::take(&mut self.ranked);
-        self.rank_lowest_rtt(&mut ranked);
+        Scheduler::rank_lowest_rtt(&self.paths(), &mut ranked);
         let mut look_again = false;
         for &(_, r, room) in &ranked {
             let data = self.full_segments_of_data();
             for _ in 0..room.min(data) {
-                let seg = NextSeg { dsn: self.data_nxt, len: first.len, reinject: None };
+                let seg = NextSeg { dsn: self.tx.nxt(), len: first.len, reinject: None };
                 self.transmit_on(r, seg);
             }
             if data <= room {
@@ -225,8 +208,7 @@ impl MptcpConnection {
     /// How many full-size segments of new data the application's data and
     /// the connection-level window hold.
     fn full_segments_of_data(&self) -> u64 {
-        let mss = self.cfg.tcp.mss_bytes as u64;
-        self.send_limit().min(self.app_end).saturating_sub(self.data_nxt) / mss
+        self.tx.full_segments_of_data(self.cfg.tcp.mss_bytes)
     }
 
     fn schedule_reinjections(&mut self) {
@@ -242,81 +224,36 @@ impl MptcpConnection {
     /// connection-level window.
     #[inline(always)]
     fn next_segment(&mut self) -> Option<NextSeg> {
-        while let Some(&dsn) = self.reinject.front() {
-            match self.unacked.iter().position(|s| s.dsn == dsn && s.in_reinject_queue) {
-                Some(i) if self.reinjection_possible(i) => {
-                    let s = self.unacked[i];
-                    return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
-                }
-                Some(i) if !self.unacked[i].mask_cleared => {
-                    // Tried everywhere: clear its path mask and retry once (spec 11.1).
-                    self.unacked[i].mask_cleared = true;
-                    self.unacked[i].path_mask = 0;
-                }
-                Some(i) => {
-                    // Retried already: the subflows' own retransmissions repair it.
-                    self.unacked[i].in_reinject_queue = false;
-                    self.reinject.pop_front();
-                }
-                None => {
-                    self.reinject.pop_front();
-                }
-            }
-        }
-        if self.data_nxt >= self.app_end {
-            return None;
-        }
-        let len = (self.app_end - self.data_nxt).min(self.cfg.tcp.mss_bytes as u64) as u32;
-        Some(NextSeg { dsn: self.data_nxt, len, reinject: None })
-    }
-
-    fn reinjection_possible(&self, i: usize) -> bool {
-        let mask = self.unacked[i].path_mask;
-        self.subs.iter().enumerate().any(|(r, s)| s.ready && !s.gone && mask & (1u64 << (r % 64)) == 0)
+        let (subs, mss) = (&self.subs, self.cfg.tcp.mss_bytes);
+        // Some subflow that may send has not carried it.
+        let reinjectable = |mask: u64| subs.iter().enumerate().any(|(r, s)| s.ready && !s.gone && mask & (1u64 << (r % 64)) == 0);
+        self.tx.next_segment(mss, reinjectable)
     }
 
     fn send_blocked(&self, seg: &NextSeg) -> bool {
-        seg.dsn + seg.len as u64 > self.send_limit()
+        self.tx.blocked(seg)
     }
 
     /// Queues `seg` on subflow `r`; `push_queued` sends it.
     #[inline(always)]
     pub(super) fn transmit_on(&mut self, r: usize, seg: NextSeg) {
-        let bit = 1u64 << (r % 64);
-        match seg.reinject {
-            Some(i) => {
-                let s = &mut self.unacked[i];
-                s.path_mask |= bit;
-                s.in_reinject_queue = false;
-                self.reinject.retain(|&d| d != seg.dsn);
-                self.subs[r].reinjected_bytes += seg.len as u64;
-                self.stats.reinjected_bytes += seg.len as u64;
-            }
-            None => {
-                self.unacked.push_back(MetaSeg {
-                    dsn: seg.dsn,
-                    len: seg.len,
-                    path_mask: bit,
-                    in_reinject_queue: false,
-                    mask_cleared: false,
-                });
-                self.data_nxt += seg.len as u64;
-            }
+        if self.tx.on_sent(r, &seg) {
+            self.subs[r].reinjected_bytes += seg.len as u64;
+            self.stats.reinjected_bytes += seg.len as u64;
         }
         let sub = &mut self.subs[r];
         // The subflow tags the segment with its DSN: the mapping goes on
         // it, and on every retransmission of it (`dss_for`).
         sub.sf.send_segment(seg.len as u64, seg.dsn);
         sub.outstanding.push_back((sub.sf.write_seq(), seg.dsn, seg.len));
-        sub.queued = true;
-        self.any_queued = true;
+        self.queued.insert(r);
     }
 
     /// The out-of-tree kernel's opportunistic retransmission and
     /// penalisation (`mptcp_rcv_buf_optimization`, spec 11.1), each if
     /// switched on, when the connection-level window blocks new data.
     fn opportunistic_retransmit(&mut self, now: SimTime) {
-        let Some(head) = self.unacked.front().copied() else { return };
+        let Some(head) = self.tx.head() else { return };
         let probe = NextSeg { dsn: head.dsn, len: head.len, reinject: None };
         let Some(s) = self.pick_ignoring_window(&probe) else { return };
         let Some(o) = (0..self.subs.len()).find(|&o| head.path_mask & (1u64 << (o % 64)) != 0 && o != s) else { return };
@@ -333,9 +270,9 @@ impl MptcpConnection {
         }
         let retransmit = self.cfg.opportunistic_retransmission && head.path_mask & (1u64 << (s % 64)) == 0;
         if retransmit && (self.cc[o].cwnd_pkts <= 4.0 || 4.0 * srtt_s < srtt_o) {
-            let i = 0;
-            self.unacked[i].in_reinject_queue = true;
-            self.transmit_on(s, NextSeg { dsn: head.dsn, len: head.len, reinject: Some(i) });
+            if let Some(seg) = self.tx.head_as_reinjection() {
+                self.transmit_on(s, seg);
+            }
         }
     }
 
@@ -437,7 +374,7 @@ impl MptcpConnection {
     #[inline(always)]
     fn dss_for(&self, r: usize, p: &Packet) -> Dss {
         // Without the peer's key there is no IDSN to acknowledge against.
-        let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rcv.rcv_nxt));
+        let data_ack = (self.state == MpState::Established).then(|| self.remote_idsn.wrapping_add(self.rx.rcv_nxt()));
         let mut dss = Dss { data_ack, ack64: true, dsn64: true, ..Default::default() };
         if p.payload_bytes > 0 {
             if let Some(dsn) = self.subs[r].sf.last_tag() {
@@ -482,25 +419,25 @@ impl MptcpConnection {
     }
 
     fn maybe_send_data_fin(&mut self, now: SimTime) {
-        if !self.close_requested || self.data_nxt < self.app_end || self.data_fin_sent {
+        if !self.tx.fin_due() {
             return;
         }
         if self.state == MpState::Fallback {
-            self.data_fin_sent = true;
+            self.tx.on_fin_sent();
             self.subs[0].sf.close();
             self.drain_subflow(now, 0);
             return;
         }
-        let peers = self.peer_data_fin_sub.filter(|&r| self.subs[r].ready && !self.subs[r].gone);
+        let peers = self.rx.peer_fin_sub().filter(|&r| self.subs[r].ready && !self.subs[r].gone);
         let Some(r) = peers.or_else(|| self.best_ready_subflow()) else { return };
         let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
         let mut dss = self.dss_for(r, &p);
-        dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.data_nxt), ssn: 0, len: 1 });
+        dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.tx.nxt()), ssn: 0, len: 1 });
         dss.data_fin = true;
         self.add_checksum(&mut dss);
         self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
         self.emit(p);
-        self.data_fin_sent = true;
+        self.tx.on_fin_sent();
     }
 
     /// The peer's DATA_FIN arrived: a DATA_ACK for it at once on every
@@ -511,11 +448,10 @@ impl MptcpConnection {
     /// DATA_ACK until a connection-level retransmission. Each ACK stands for
     /// the subflow's own pending one.
     fn ack_data_fin(&mut self, now: SimTime) {
-        self.data_fin_ack_due = false;
         if self.state != MpState::Established {
             return;
         }
-        let wnd = self.rcv.window_bytes();
+        let wnd = self.rx.window_bytes();
         for r in 0..self.subs.len() {
             if self.subs[r].gone || !self.subs[r].ready {
                 continue;
@@ -532,14 +468,13 @@ impl MptcpConnection {
         if self.state != MpState::Established || (self.is_client && !self.peer_confirmed) {
             return;
         }
-        while let Some(&option) = self.announce.front() {
+        while let Some(option) = self.pm.next_announcement() {
             let Some(r) = self.best_ready_subflow() else { return };
             let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
             let dss = self.dss_for(r, &p);
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
             self.emit(p);
-            self.announce.pop_front();
-            self.await_echo(now, option);
+            self.pm.on_announcement_sent(now);
         }
     }
 
@@ -549,36 +484,34 @@ impl MptcpConnection {
         if self.state != MpState::Established {
             return;
         }
-        self.any_prio_pending = false;
         for r in 0..self.subs.len() {
-            let s = &self.subs[r];
-            if !s.prio_pending || s.gone {
+            if !self.prio_pending.contains(r) {
                 continue;
             }
-            if !s.ready {
-                self.any_prio_pending = true; // once it is
+            if self.subs[r].gone {
+                self.prio_pending.remove(r);
                 continue;
             }
-            let Some(mut p) = self.subs[r].sf.control_packet(now) else {
-                self.any_prio_pending = true;
-                continue;
-            };
+            if !self.subs[r].ready {
+                continue; // once it is
+            }
+            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
             let dss = self.dss_for(r, &p);
             let option = MpOption::MpPrio { backup: self.subs[r].backup };
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
             self.emit(p);
-            self.subs[r].prio_pending = false;
+            self.prio_pending.remove(r);
         }
     }
 
     /// Both DATA_FINs done: close every subflow with FIN (RFC 8684
     /// section 3.3.3), sent now: nothing else may come to send them.
     fn maybe_close_subflows(&mut self, now: SimTime) {
-        if self.state != MpState::Established || self.subflows_closed || !(self.data_fin_acked && self.peer_closed) {
+        if self.state != MpState::Established || self.subflows_closed || !self.finished() {
             return;
         }
         self.subflows_closed = true;
-        self.unechoed.clear(); // nothing is announced on a closing connection
+        self.pm.stop_retransmitting(); // nothing is announced on a closing connection
         for r in 0..self.subs.len() {
             if !self.subs[r].gone {
                 self.subs[r].sf.close();

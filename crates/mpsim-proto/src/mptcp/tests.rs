@@ -141,6 +141,29 @@ fn a_transfer_runs_without_the_engine() {
 }
 
 #[test]
+fn every_input_makes_the_next_drain_look_for_something_to_send() {
+    let mut client = MptcpConnection::connect(config(Addr(1), 1), (Addr(2), 80)).expect("lia exists");
+    let mut now = SimTime::ZERO;
+    let syn = client.poll_transmit(now).expect("a SYN");
+    let mut server = MptcpConnection::accept(config(Addr(2), 2), &syn).expect("lia exists");
+    for _ in 0..4 {
+        now += mpsim_core::SimDuration::from_millis(1);
+        while let Some(p) = server.poll_transmit(now) {
+            client.handle_segment(now, &p);
+        }
+        while let Some(p) = client.poll_transmit(now) {
+            server.handle_segment(now, &p);
+        }
+    }
+    let mut out = Vec::new();
+    client.drain_transmit(now, &mut out);
+    assert!(out.is_empty(), "nothing happened: nothing to send");
+    client.send(1_000);
+    client.drain_transmit(now, &mut out);
+    assert_eq!(out.iter().map(|p| p.payload_bytes as u64).sum::<u64>(), 1_000);
+}
+
+#[test]
 fn packets_taken_one_at_a_time_are_those_drained_at_once() {
     let drained = transfer(200_000, false);
     let polled = transfer(200_000, true);
@@ -288,7 +311,7 @@ fn a_finished_connection_opens_no_subflow_when_an_interface_returns() {
         let mut out = drive(client, MptcpConfig { path_manager: pm, ..config(Addr(2), 2) }, send);
         assert_eq!(out.delivered, 100_000);
         let c = &mut out.client;
-        assert!(c.data_fin_acked && c.peer_closed, "{pm:?}: {}", c.debug_line());
+        assert!(c.finished(), "{pm:?}: {}", c.debug_line());
         // The interface comes back after both DATA_FINs were acknowledged.
         let now = out.end + SimDuration::from_secs(1);
         c.set_local_addr_up(now, Addr(3), true);
@@ -364,7 +387,7 @@ fn an_rto_reinjects_only_what_is_outstanding_on_the_subflow() {
         if let Some((t, _)) = fast(c).filter(|&(t, _)| to_server && t > timeouts) {
             // Data is queued on a subflow only while sending: what was
             // outstanding after the last look is what the RTO found.
-            let queued: u64 = c.unacked.iter().filter(|s| s.in_reinject_queue).map(|s| s.len as u64).sum();
+            let queued: u64 = c.tx.queued_for_reinjection_bytes();
             at_rtos.push((outstanding_bytes, queued));
             timeouts = t;
         }
@@ -629,7 +652,7 @@ fn every_closing_sequence_ends_with_every_subflow_closed() {
         assert_eq!(out.delivered, [20_000; 2], "{case}");
         for (side, c) in out.ends.iter().enumerate() {
             // Both connection-level states are closed ...
-            assert!(c.data_fin_acked && c.peer_closed, "{case}, side {side}: {}", c.debug_line());
+            assert!(c.finished(), "{case}, side {side}: {}", c.debug_line());
             // ... and every subflow with them, by FIN, not by reset.
             assert!(c.subflows().all(|s| s.gone || s.sf.is_closed()), "{case}, side {side}: {}", c.debug_line());
             assert_eq!(c.poll_timeout(), None, "{case}, side {side}: a timer is left");

@@ -497,6 +497,17 @@ impl Subflow {
         }
     }
 
+    /// When the pending retransmission-class timer fires: the RTO, and
+    /// with RACK the tail loss probe and the reordering timer (Linux's
+    /// `icsk_pending` timers), not the delayed ACK or TIME_WAIT.
+    pub fn retransmit_timeout(&self) -> Option<SimTime> {
+        if self.rack_on {
+            earliest(self.rto_at, earliest(self.reo_at, self.tlp_at))
+        } else {
+            self.rto_at
+        }
+    }
+
     pub fn handle_timeout(&mut self, now: SimTime, cc: &mut CcCtx) {
         if self.delack_at.is_some_and(|t| t <= now) {
             self.delack_at = None;

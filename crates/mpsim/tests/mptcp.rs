@@ -577,7 +577,7 @@ fn a_timeout_on_the_fast_path_puts_no_delivered_data_on_the_slow_one() {
 /// `mptcp_subflow_get_retrans` (net/mptcp/protocol.c) sends the tail on p2,
 /// as Linux would with such an RTO.
 #[test]
-fn the_upstream_scheduler_reinjects_nothing_after_a_fast_path_outage() {
+fn after_a_fast_path_outage_the_upstream_scheduler_reinjects_only_what_a_timer_finds_unrepaired() {
     let mut t = TwoPath::new([10_000_000, 100_000], [10.0, 40.0]);
     t.queue_pkts[1] = 30;
     t.duration_s = 60.0;

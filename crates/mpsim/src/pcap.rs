@@ -103,6 +103,7 @@ impl<W: Write> PcapWriter<W> {
         let transport = match pkt.proto {
             Proto::Tcp => tcp_header(pkt),
             Proto::Udp => udp_header(pkt),
+            Proto::Sctp => sctp_header(pkt),
         };
         let ip_total = IPV4_HEADER_BYTES + transport.len() + pkt.payload_bytes as usize;
         if ip_total > IPV4_MAX_TOTAL_BYTES {
@@ -112,7 +113,7 @@ impl<W: Write> PcapWriter<W> {
             ));
         }
         push_ethernet(&mut self.frame, pkt);
-        let proto = if pkt.proto == Proto::Tcp { IP_PROTO_TCP } else { IP_PROTO_UDP };
+        let proto = pkt.proto.ip_number();
         push_ipv4(&mut self.frame, pkt, proto, ip_total as u16, self.ip_id);
         self.ip_id = self.ip_id.wrapping_add(1);
         self.frame.extend_from_slice(&transport);
@@ -197,6 +198,86 @@ fn udp_header(pkt: &Packet) -> Vec<u8> {
         c => c,
     };
     h[6..8].copy_from_slice(&checksum.to_be_bytes());
+    h
+}
+
+/// SCTP common header and the packet's chunk (RFC 9260 sections 3.1 and
+/// 3.3), up to a DATA chunk's payload, which the zeros after it stand for.
+/// The verification tag is the port pair; the CRC32c is left zero (tshark
+/// does not check it unless asked).
+fn sctp_header(pkt: &Packet) -> Vec<u8> {
+    use mpsim_core::sctp::Chunk;
+    let mut h = Vec::with_capacity(64);
+    h.extend_from_slice(&pkt.sport.to_be_bytes());
+    h.extend_from_slice(&pkt.dport.to_be_bytes());
+    h.extend_from_slice(&((pkt.sport as u32) << 16 | pkt.dport as u32).to_be_bytes());
+    h.extend_from_slice(&[0; 4]);
+    let Some(chunk) = pkt.ext.sctp() else { return h };
+    let flags = match chunk {
+        Chunk::Data(d) => d.flags,
+        Chunk::Sack(s) => s.flags,
+        _ => 0,
+    };
+    // The chunk length excludes padding (RFC 9260 section 3.2).
+    let length = match chunk {
+        Chunk::Data(_) => mpsim_core::sctp::DATA_HEADER_BYTES + pkt.payload_bytes,
+        c => c.wire_bytes(0),
+    };
+    h.push(chunk.type_code());
+    h.push(flags);
+    h.extend_from_slice(&(length as u16).to_be_bytes());
+    let be32 = |h: &mut Vec<u8>, v: u32| h.extend_from_slice(&v.to_be_bytes());
+    match *chunk {
+        Chunk::Data(d) => {
+            be32(&mut h, d.tsn);
+            h.extend_from_slice(&d.stream_id.to_be_bytes());
+            h.extend_from_slice(&d.stream_seq.to_be_bytes());
+            be32(&mut h, 0); // PPID
+        }
+        Chunk::Sack(s) => {
+            be32(&mut h, s.cum_tsn);
+            be32(&mut h, s.a_rwnd_bytes);
+            h.extend_from_slice(&(s.n_gaps as u16).to_be_bytes());
+            h.extend_from_slice(&(s.n_dups as u16).to_be_bytes());
+            for &(a, b) in s.gaps() {
+                h.extend_from_slice(&a.to_be_bytes());
+                h.extend_from_slice(&b.to_be_bytes());
+            }
+            for &d in s.dups() {
+                be32(&mut h, d);
+            }
+        }
+        Chunk::Heartbeat { path, sent_ps } | Chunk::HeartbeatAck { path, sent_ps } => {
+            // Heartbeat Info parameter (type 1) with the sender's record.
+            h.extend_from_slice(&1u16.to_be_bytes());
+            h.extend_from_slice(&(mpsim_core::sctp::HEARTBEAT_INFO_BYTES as u16).to_be_bytes());
+            h.extend_from_slice(&sent_ps.to_be_bytes());
+            be32(&mut h, path as u32);
+            be32(&mut h, 0);
+        }
+        Chunk::Init { initial_tsn, a_rwnd_bytes, n_addrs } | Chunk::InitAck { initial_tsn, a_rwnd_bytes, n_addrs } => {
+            be32(&mut h, (pkt.sport as u32) << 16 | pkt.dport as u32); // initiate tag
+            be32(&mut h, a_rwnd_bytes);
+            h.extend_from_slice(&1u16.to_be_bytes()); // outbound streams
+            h.extend_from_slice(&1u16.to_be_bytes()); // inbound streams
+            be32(&mut h, initial_tsn);
+            for i in 0..n_addrs as u32 {
+                // IPv4 Address parameters (type 5): the sender's addresses are
+                // not known here; the source address stands for the first.
+                h.extend_from_slice(&5u16.to_be_bytes());
+                h.extend_from_slice(&8u16.to_be_bytes());
+                be32(&mut h, pkt.src.0.wrapping_add(i));
+            }
+            if matches!(chunk, Chunk::InitAck { .. }) {
+                h.extend_from_slice(&7u16.to_be_bytes()); // State Cookie
+                h.extend_from_slice(&(4 + mpsim_core::sctp::STATE_COOKIE_BYTES as u16).to_be_bytes());
+                h.extend_from_slice(&[0; mpsim_core::sctp::STATE_COOKIE_BYTES as usize]);
+            }
+        }
+        Chunk::CookieEcho => h.extend_from_slice(&[0; mpsim_core::sctp::STATE_COOKIE_BYTES as usize]),
+        Chunk::Shutdown { cum_tsn } => be32(&mut h, cum_tsn),
+        Chunk::CookieAck | Chunk::ShutdownAck | Chunk::ShutdownComplete => {}
+    }
     h
 }
 

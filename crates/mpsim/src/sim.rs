@@ -317,8 +317,7 @@ impl Simulation {
         let p = self.pool.get(pid);
         // Hashing every packet's 5-tuple costs where no discipline reads it.
         let flow_hash = if self.dirs[dir as usize].uses_flow_hash() {
-            let proto = if p.proto == mpsim_core::Proto::Tcp { 6 } else { 17 };
-            flow_hash(p.src.0, p.dst.0, p.sport, p.dport, proto)
+            flow_hash(p.src.0, p.dst.0, p.sport, p.dport, p.proto.ip_number())
         } else {
             0
         };

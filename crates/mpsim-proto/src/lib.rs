@@ -6,6 +6,7 @@
 pub mod apps;
 pub mod buffers;
 pub mod mptcp;
+pub mod sctp;
 pub mod tcp;
 pub mod transport;
 pub mod workload;

@@ -286,8 +286,8 @@ impl Association {
     fn on_heartbeat_timers(&mut self, now: SimTime) {
         for d in 0..self.sender.dests.len() {
             let dest = &mut self.sender.dests[d];
-            if let Some(sent) = dest.hb_sent {
-                if sent + dest.rto <= now {
+            if let Some(deadline) = dest.hb_sent {
+                if deadline <= now {
                     // RFC 4960 section 8.3: an unanswered HEARTBEAT is an error,
                     // and the RTO backs off (Linux sctp_do_8_2_transport_strike).
                     dest.hb_sent = None;
@@ -308,7 +308,7 @@ impl Association {
         let mut due = Vec::new();
         for (d, dest) in self.sender.dests.iter_mut().enumerate() {
             if dest.hb_sent.is_none() && dest.hb_due <= now {
-                dest.hb_sent = Some(now);
+                dest.hb_sent = Some(now + dest.rto);
                 dest.hb_due = now + dest.rto + self.cfg.hb_interval;
                 due.push(d);
             }
@@ -454,7 +454,7 @@ impl Transport for Association {
         }
         if self.carries_data() {
             for d in &self.sender.dests {
-                take(d.hb_sent.map_or(d.hb_due, |s| s + d.rto));
+                take(d.hb_sent.unwrap_or(d.hb_due));
             }
         }
         next

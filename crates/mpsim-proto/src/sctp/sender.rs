@@ -69,7 +69,8 @@ pub struct Dest {
     /// In fast recovery until the cumulative ack reaches this TSN.
     pub fast_recovery_exit: Option<u32>,
     pub last_sent: SimTime,
-    /// Next heartbeat, and the one sent and not yet answered (its send time).
+    /// Next heartbeat, and the deadline of the one sent and not yet
+    /// answered (its send time plus the RTO then).
     pub hb_due: SimTime,
     pub hb_sent: Option<SimTime>,
     pub stats: DestStats,

@@ -4,6 +4,7 @@
 //! more arm in `each!`.
 
 use mpsim_core::{Packet, SimTime};
+use mpsim_proto::sctp::Association;
 pub use mpsim_proto::transport::RecoveryCounters;
 use mpsim_proto::transport::{PathView, Transport, Tuple};
 use mpsim_proto::{AppEvent, MptcpConnection, MptcpEvent, TcpConnection};
@@ -11,6 +12,7 @@ use mpsim_proto::{AppEvent, MptcpConnection, MptcpEvent, TcpConnection};
 pub(crate) enum EpKind {
     Tcp(Box<TcpConnection>),
     Mptcp(Box<MptcpConnection>),
+    Cmt(Box<Association>),
     Closed,
 }
 
@@ -21,6 +23,7 @@ macro_rules! each {
         match $self {
             EpKind::Tcp($c) => $body,
             EpKind::Mptcp($c) => $body,
+            EpKind::Cmt($c) => $body,
             EpKind::Closed => $closed,
         }
     };

@@ -2,7 +2,7 @@
 
 `save DIR` runs every scenario file under scenarios/ and every bench case
 (quick duration) and writes, per run, its summary (without the wall-clock
-`wall_time_s`) and a digest of each trace table; `compare DIR` runs them
+`wall_time_s`) and a digest of each trace column; `compare DIR` runs them
 again and lists every run whose output differs from the saved one.
 
     python tools/summary_identity.py save /tmp/before
@@ -40,8 +40,17 @@ def fingerprint(target: object) -> str:
     digests = {}
     for name in ("interfaces", "flows", "subflows", "connections", "requests"):
         frame = results.table(name)
-        digests[name] = hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
+        for column in frame.columns:
+            text = frame[column].to_csv(index=False)
+            digests[f"{name}.{column}"] = hashlib.sha256(text.encode()).hexdigest()
     return json.dumps({"summary": summary, "traces": digests}, sort_keys=True, indent=1)
+
+
+def same(before: dict, after: dict) -> bool:
+    """The summary and every column saved before are unchanged; columns a
+    change adds are new output, not a difference."""
+    columns = before["traces"]
+    return before["summary"] == after["summary"] and all(after["traces"].get(k) == v for k, v in columns.items())
 
 
 def main(argv: list[str]) -> int:
@@ -54,7 +63,7 @@ def main(argv: list[str]) -> int:
         if mode == "save":
             path.write_text(text)
             print("saved", name, flush=True)
-        elif not path.exists() or path.read_text() != text:
+        elif not path.exists() or not same(json.loads(path.read_text()), json.loads(text)):
             differ.append(name)
             (folder / (path.name + ".new")).write_text(text)
             print("DIFFERS", name, flush=True)

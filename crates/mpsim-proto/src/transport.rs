@@ -76,6 +76,9 @@ pub struct PathView {
     pub retransmitted_segs: u64,
     pub timeouts: u64,
     pub fast_recoveries: u64,
+    /// The receiver's window as this path's sender sees it, bytes, where
+    /// the transport reports it (SCTP's peer rwnd, shared by its paths).
+    pub peer_rwnd_bytes: Option<u64>,
 }
 
 /// A sans-IO transport endpoint as the engine sees it.
@@ -167,6 +170,7 @@ fn subflow_view(sf: &Subflow, cc: &SubflowCc, closed: bool) -> PathView {
         retransmitted_segs: sf.stats.retransmitted_segs,
         timeouts: sf.stats.timeouts,
         fast_recoveries: sf.stats.fast_recoveries,
+        peer_rwnd_bytes: None,
     }
 }
 

@@ -138,6 +138,7 @@ struct SubflowCols {
     backup: Vec<i64>,
     client_link: Vec<u32>,
     server_link: Vec<u32>,
+    peer_rwnd_bytes: Vec<f64>,
 }
 
 impl SubflowCols {
@@ -168,6 +169,7 @@ impl SubflowCols {
         self.backup.push(p.backup as i64);
         self.client_link.push(links.0);
         self.server_link.push(links.1);
+        self.peer_rwnd_bytes.push(p.peer_rwnd_bytes.map_or(f64::NAN, |w| w as f64));
     }
 }
 
@@ -436,6 +438,7 @@ impl Simulation {
                 ("backup".into(), Column::I64(u.backup.clone())),
                 ("client_interface".into(), self.names(&u.client_link, |l| self.link_name(l))),
                 ("server_interface".into(), self.names(&u.server_link, |l| self.link_name(l))),
+                ("peer_rwnd_bytes".into(), Column::F64(u.peer_rwnd_bytes.clone())),
             ],
         };
         let c = &s.connections;

@@ -86,3 +86,34 @@ fn a_cmt_upload_completes() {
     let (_, s) = run(&two_homed([1_000_000, 1_000_000], 20.0, flow, 60)).expect("spec builds");
     assert_eq!(s["flows"]["f"]["bytes_delivered"].as_u64(), Some(400_000), "{:#}", s["flows"]["f"]);
 }
+
+#[test]
+fn per_destination_traces_show_the_window_and_the_buffer() {
+    use mpsim::report_column::Column;
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, cmt_flow(None, 64_000), 30);
+    spec["sample_interval_ps"] = json!(PS_PER_S / 10);
+    let (sim, _) = run(&spec).expect("spec builds");
+    let traces = sim.traces();
+    let table = |name: &str| &traces.iter().find(|(n, _)| n == name).expect("table").1;
+    let col = |t: &str, c: &str| table(t).columns.iter().find(|(n, _)| n == c).expect("column").1.clone();
+    let (Column::I64(subflow), Column::F64(cwnd), Column::F64(rwnd), Column::Str(side)) =
+        (col("subflows", "subflow"), col("subflows", "cwnd_bytes"), col("subflows", "peer_rwnd_bytes"), col("subflows", "side"))
+    else {
+        panic!("column types")
+    };
+    assert!(side.iter().all(|s| s == "server"), "only the sender's destinations have sent data");
+    for path in [0, 1] {
+        let rows: Vec<usize> = (0..subflow.len()).filter(|&i| subflow[i] == path).collect();
+        assert!(rows.len() > 100, "path {path}: {} rows", rows.len());
+        assert!(rows.iter().all(|&i| cwnd[i] >= 1500.0 && rwnd[i].is_finite()));
+    }
+    // Receive-buffer blocking: the window the sender sees closes while the
+    // fast path's cwnd stays open.
+    let blocked = (0..rwnd.len()).filter(|&i| subflow[i] == 1 && rwnd[i] < 1452.0 && cwnd[i] > 4.0 * 1500.0).count();
+    assert!(blocked > 10, "{blocked} blocked samples");
+    let (Column::I64(held), Column::Str(conn_side)) = (col("connections", "rcv_buffer_bytes"), col("connections", "side")) else {
+        panic!("column types")
+    };
+    let most = (0..held.len()).filter(|&i| conn_side[i] == "client").map(|i| held[i]).max().unwrap_or(0);
+    assert!(most > 32_000, "the client's buffer held at most {most} bytes");
+}

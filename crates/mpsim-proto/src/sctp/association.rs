@@ -567,6 +567,7 @@ impl Association {
             retransmitted_segs: d.stats.retransmitted_chunks,
             timeouts: d.stats.timeouts,
             fast_recoveries: d.stats.fast_recoveries,
+            peer_rwnd_bytes: Some(self.sender.peer_rwnd_bytes),
         }
     }
 }

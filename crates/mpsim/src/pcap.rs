@@ -105,7 +105,13 @@ impl<W: Write> PcapWriter<W> {
             Proto::Udp => udp_header(pkt),
             Proto::Sctp => sctp_header(pkt),
         };
-        let ip_total = IPV4_HEADER_BYTES + transport.len() + pkt.payload_bytes as usize;
+        // A DATA chunk's payload is padded to 4 bytes (RFC 9260 section 3.2).
+        let pad = if pkt.proto == Proto::Sctp && matches!(pkt.ext.sctp(), Some(mpsim_core::sctp::Chunk::Data(_))) {
+            (4 - pkt.payload_bytes as usize % 4) % 4
+        } else {
+            0
+        };
+        let ip_total = IPV4_HEADER_BYTES + transport.len() + pkt.payload_bytes as usize + pad;
         if ip_total > IPV4_MAX_TOTAL_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -201,11 +207,37 @@ fn udp_header(pkt: &Packet) -> Vec<u8> {
     h
 }
 
+/// CRC32c (Castagnoli, reflected 0x82F63B78) of `bytes` followed by
+/// `zeros` zero bytes: the SCTP checksum (RFC 9260 appendix A).
+fn crc32c(bytes: &[u8], zeros: usize) -> u32 {
+    let step = |mut crc: u32, b: u8| {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+        }
+        crc
+    };
+    let crc = bytes.iter().fold(!0u32, |c, &b| step(c, b));
+    !(0..zeros).fold(crc, |c, _| step(c, 0))
+}
+
 /// SCTP common header and the packet's chunk (RFC 9260 sections 3.1 and
-/// 3.3), up to a DATA chunk's payload, which the zeros after it stand for.
-/// The verification tag is the port pair; the CRC32c is left zero (tshark
-/// does not check it unless asked).
+/// 3.3), up to a DATA chunk's payload, which the zeros after it (and the
+/// padding) stand for. The verification tag is the port pair.
 fn sctp_header(pkt: &Packet) -> Vec<u8> {
+    let mut h = sctp_chunk_bytes(pkt);
+    let zeros = if matches!(pkt.ext.sctp(), Some(mpsim_core::sctp::Chunk::Data(_))) {
+        pkt.payload_bytes as usize + (4 - pkt.payload_bytes as usize % 4) % 4
+    } else {
+        0
+    };
+    // The CRC32c goes in little-endian byte order (RFC 9260 appendix A).
+    let crc = crc32c(&h, zeros);
+    h[8..12].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn sctp_chunk_bytes(pkt: &Packet) -> Vec<u8> {
     use mpsim_core::sctp::Chunk;
     let mut h = Vec::with_capacity(64);
     h.extend_from_slice(&pkt.sport.to_be_bytes());
@@ -599,6 +631,16 @@ fn pseudo_header_sum(pkt: &Packet, proto: u8, l4_bytes: u32) -> u64 {
     // Lengths above 65,535 are rejected before the frame is written.
     p[10..12].copy_from_slice(&(l4_bytes as u16).to_be_bytes());
     sum_be16(&p)
+}
+
+#[cfg(test)]
+mod sctp_tests {
+    #[test]
+    fn crc32c_matches_rfc3720s_check_values() {
+        // RFC 3720 appendix B.4: 32 bytes of zeros, and 32 bytes of 0xff.
+        assert_eq!(super::crc32c(&[], 32), 0x8a91_36aa);
+        assert_eq!(super::crc32c(&[0xff; 32], 0), 0x62a8_ab43);
+    }
 }
 
 #[cfg(test)]

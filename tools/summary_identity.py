@@ -63,7 +63,9 @@ def main(argv: list[str]) -> int:
         if mode == "save":
             path.write_text(text)
             print("saved", name, flush=True)
-        elif not path.exists() or not same(json.loads(path.read_text()), json.loads(text)):
+        elif not path.exists():
+            print("new", name, flush=True)  # no run to compare with
+        elif not same(json.loads(path.read_text()), json.loads(text)):
             differ.append(name)
             (folder / (path.name + ".new")).write_text(text)
             print("DIFFERS", name, flush=True)

@@ -117,3 +117,20 @@ fn per_destination_traces_show_the_window_and_the_buffer() {
     let most = (0..held.len()).filter(|&i| conn_side[i] == "client").map(|i| held[i]).max().unwrap_or(0);
     assert!(most > 32_000, "the client's buffer held at most {most} bytes");
 }
+
+#[test]
+fn a_path_that_goes_down_and_returns_loses_no_byte() {
+    let size = 3_000_000u64;
+    let mut spec = two_homed([1_000_000, 1_000_000], 20.0, cmt_flow(Some(size), 64_000), 300);
+    spec["links"][1]["events"] = json!([
+        {"at_ps": 5 * PS_PER_S, "direction": "both", "up": false},
+        {"at_ps": 20 * PS_PER_S, "direction": "both", "up": true},
+    ]);
+    spec["links"][0]["a_to_b"]["loss"] = json!({"model": "bernoulli", "p": 0.01});
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["f"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+    let rows = f["subflows"].as_array().expect("subflows");
+    assert!(rows[1]["timeouts"].as_u64() >= Some(1), "{f:#}");
+    assert!(rows.iter().all(|r| r["bytes_delivered"].as_u64() > Some(200_000)), "{f:#}");
+}

@@ -323,13 +323,13 @@ impl Sender {
     }
 
     /// Variant hook (the RTX policies): the destination a retransmission of
-    /// a chunk last sent to `dest` goes to. Plain CMT retransmits on the
-    /// same destination while it is active (RTX-SAME); plain SCTP sends a
-    /// timeout's retransmissions to another active destination (RFC 4960
-    /// section 6.4.1); an inactive destination's go to an active one.
+    /// a chunk last sent to `dest` goes to. A fast retransmission stays on
+    /// its destination (RTX-SAME, plain CMT's); a timeout's go to another
+    /// active destination (RFC 4960 section 6.4.1, as Linux's
+    /// `sctp_retransmit`), and so do those of an inactive destination.
     fn rtx_destination(&self, _tsn: u32, dest: usize, timeout: bool) -> usize {
         let alternate = (1..self.dests.len()).map(|k| (dest + k) % self.dests.len()).find(|&d| self.dests[d].active);
-        if !self.dests[dest].active || (timeout && !self.cfg.cmt) {
+        if !self.dests[dest].active || timeout {
             return alternate.unwrap_or(dest);
         }
         dest

@@ -177,8 +177,9 @@ def test_real_process_prints_one_line_and_no_traceback(tmp_path, dumbbell_text):
 
 NOT_YET = {
     "cmt": (
-        lambda t: t.replace('name = "cubic"\ntransport = "tcp"', 'name = "cubic"\ntransport = "cmt"').replace('cc = "cubic"', 'cc = "reno"'),
-        'transport = "cmt"', "flow[1].transport", "transport 'cmt' (SCTP-style concurrent multipath) is not available",
+        lambda t: t.replace('name = "cubic"\ntransport = "tcp"', 'name = "cubic"\ntransport = "cmt"')
+        .replace('cc = "cubic"', 'cc = "reno"').replace('server = "snd2"\napp = "download"', 'server = "snd2"\napp = "video"'),
+        'app = "video"', "flow[1].app", "app 'video' over transport 'cmt' is not available",
     ),
     "controller": (
         lambda t: t + '\n[controller]\napp = "mpsshetn"\n',
@@ -201,5 +202,6 @@ def test_valid_but_not_yet_runnable_parts_are_refused_by_run_only(case, tmp_path
 
 def test_a_not_yet_runnable_part_set_by_an_override_names_the_override(tmp_path):
     path = ROOT / "scenarios" / "dumbbell.toml"
-    ran, _ = invoke_both(path, tmp_path, ["--set", "flow.cubic.transport=cmt", "--set", "flow.cubic.cc=reno"])
-    assert_one_line_error(ran, path, None, "--set flow.cubic.transport", "transport 'cmt'")
+    overrides = ["--set", "flow.cubic.transport=cmt", "--set", "flow.cubic.cc=reno", "--set", "flow.cubic.app=video"]
+    ran, _ = invoke_both(path, tmp_path, overrides)
+    assert_one_line_error(ran, path, None, "--set flow.cubic.app", "app 'video' over transport 'cmt'")

@@ -114,3 +114,15 @@ def test_linux_mode_autotunes_a_receive_buffer_no_key_fixes(tmp_path):
     assert "rcvbuf_auto" not in flow_of('cc_mode = "linux"', 'rcvbuf = "4MB"')
     # Reference mode keeps the fixed default.
     assert "rcvbuf_auto" not in flow_of("")
+
+
+def test_cmt_flows_carry_variant_and_rbuf_and_others_do_not(tmp_path):
+    cmt = MINIMAL.replace('[[flow]]\n', '[[flow]]\ntransport = "cmt"\nvariant = "smt"\nrbuf = "64KB"\n', 1)
+    spec = load_scenario(write(tmp_path, "cmt.toml", cmt)).to_engine_spec()
+    flow = spec["flows"][0]
+    assert list(flow) == [*FLOW_KEYS, "variant", "rbuf_bytes"]
+    assert (flow["variant"], flow["rbuf_bytes"]) == ("smt", 64_000)
+    plain = load_scenario(write(tmp_path, "plain.toml", cmt.replace('variant = "smt"\nrbuf = "64KB"\n', ""))).to_engine_spec()
+    assert (plain["flows"][0]["variant"], plain["flows"][0]["rbuf_bytes"]) == (None, None)
+    tcp = load_scenario(write(tmp_path, "tcp.toml", MINIMAL)).to_engine_spec()
+    assert "variant" not in tcp["flows"][0] and "rbuf_bytes" not in tcp["flows"][0]

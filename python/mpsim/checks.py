@@ -219,13 +219,20 @@ def random_sources(scenario: Scenario) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# The apps the cmt association runs so far.
+CMT_APPS = ("download", "upload")
+
+
 def not_runnable(scenario: Scenario) -> list[Problem]:
-    """Parts of a valid scenario this version cannot simulate yet: flows
-    with transport "cmt" and SDN controllers."""
+    """Parts of a valid scenario this version cannot simulate yet: cmt
+    flows with apps other than download and upload, and SDN controllers."""
     problems: list[Problem] = [
-        (("flow", i, "transport"), "transport 'cmt' (SCTP-style concurrent multipath) is not available in this version")
+        (
+            ("flow", i, "app"),
+            f"app '{flow.app}' over transport 'cmt' is not available in this version (cmt runs {' and '.join(CMT_APPS)})",
+        )
         for i, flow in enumerate(scenario.flows)
-        if flow.transport == "cmt"
+        if flow.transport == "cmt" and flow.app not in CMT_APPS
     ]
     if scenario.controller is not None:
         problems.append((("controller",), "SDN controllers are not available in this version"))

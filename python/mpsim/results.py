@@ -39,7 +39,7 @@ _COLUMNS: dict[str, list[tuple[str, str]]] = {
                  ("cwnd_bytes", "f64"), ("ssthresh_bytes", "f64"), ("srtt_s", "f64"),
                  ("bytes_in_flight", "i64"), ("bytes_delivered", "i64"), ("retransmissions", "i64"),
                  ("reinjected_bytes", "i64"), ("timeouts", "i64"), ("fast_recoveries", "i64"), ("state", "str"), ("backup", "bool"),
-                 ("client_interface", "str"), ("server_interface", "str")],
+                 ("client_interface", "str"), ("server_interface", "str"), ("peer_rwnd_bytes", "f64")],
     "connections": [("time_s", "f64"), ("flow", "str"), ("connection", "i64"), ("side", "str"),
                     ("rcv_buffer_bytes", "i64"), ("ooo_bytes", "i64")],
     "requests": [("flow", "str"), ("index", "i64"), ("size_bytes", "i64"), ("start_s", "f64"), ("end_s", "f64")],

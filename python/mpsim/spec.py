@@ -7,8 +7,7 @@ Key order follows the document so the JSON is easy to compare by eye.
 An mptcp flow carries six more keys (scheduler, path_manager, subflows,
 backup_interfaces, max_subflows, max_add_addr_accepted), with the defaults
 filled in; tcp and udp flows never carry them, so their documents stay as
-they were. The cmt keys (variant, rbuf) are validated in scenario.py but not
-sent: the engine refuses transport "cmt" by name.
+they were. A cmt flow carries `variant` and `rbuf_bytes` (null when not set).
 """
 
 from __future__ import annotations
@@ -168,6 +167,9 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
         del spec["cc"]
     if flow.transport == "mptcp":
         spec.update(mptcp_spec(flow))
+    if flow.transport == "cmt":  # only cmt flows carry them, so other documents stay as they were
+        spec["variant"] = flow.variant
+        spec["rbuf_bytes"] = flow.rbuf_bytes
     return spec
 
 

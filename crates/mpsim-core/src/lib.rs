@@ -9,6 +9,7 @@ pub mod mptcp;
 pub mod packet;
 pub mod pool;
 pub mod rng;
+pub mod sctp;
 pub mod time;
 
 pub use event::EventQueue;

@@ -10,6 +10,18 @@ pub enum Proto {
     #[default]
     Tcp,
     Udp,
+    Sctp,
+}
+
+impl Proto {
+    /// The IPv4 protocol number (IANA): what hashes and captures carry.
+    pub fn ip_number(self) -> u8 {
+        match self {
+            Proto::Tcp => 6,
+            Proto::Udp => 17,
+            Proto::Sctp => 132,
+        }
+    }
 }
 
 /// TCP flag bits, with the wire values of RFC 9293.
@@ -102,13 +114,15 @@ pub enum PacketExt {
     #[default]
     None,
     Mptcp(crate::mptcp::MptcpOpts),
+    /// The SCTP chunk of a `Proto::Sctp` packet.
+    Sctp(crate::sctp::Chunk),
 }
 
 impl PacketExt {
     /// Option bytes the extension adds to the TCP header.
     pub fn option_bytes(&self) -> u32 {
         match self {
-            PacketExt::None => 0,
+            PacketExt::None | PacketExt::Sctp(_) => 0,
             PacketExt::Mptcp(m) => m.len_bytes(),
         }
     }
@@ -116,7 +130,14 @@ impl PacketExt {
     pub fn mptcp(&self) -> Option<&crate::mptcp::MptcpOpts> {
         match self {
             PacketExt::Mptcp(m) => Some(m),
-            PacketExt::None => None,
+            PacketExt::None | PacketExt::Sctp(_) => None,
+        }
+    }
+
+    pub fn sctp(&self) -> Option<&crate::sctp::Chunk> {
+        match self {
+            PacketExt::Sctp(c) => Some(c),
+            _ => None,
         }
     }
 }
@@ -171,6 +192,15 @@ mod tests {
         s.push(5, 6);
         assert!(!s.push(7, 8));
         assert_eq!(s.option_bytes(), 28);
+    }
+
+    /// The header is moved by value through queues and the pool: the SCTP
+    /// extension must not make it larger than MPTCP's options already did
+    /// (200 bytes on 64-bit targets before SCTP was added).
+    #[test]
+    fn the_packet_header_stays_200_bytes() {
+        assert_eq!(std::mem::size_of::<Packet>(), 200);
+        assert!(std::mem::size_of::<crate::sctp::Chunk>() <= std::mem::size_of::<crate::mptcp::MptcpOpts>());
     }
 
     #[test]

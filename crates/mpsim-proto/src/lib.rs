@@ -8,6 +8,7 @@ pub mod buffers;
 pub mod mptcp;
 pub mod sctp;
 pub mod tcp;
+pub mod transport;
 pub mod workload;
 
 pub use mptcp::{

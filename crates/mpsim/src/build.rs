@@ -9,6 +9,7 @@ use mpsim_cc::{CcMode, Controller};
 use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
 use mpsim_net::qdisc::{CodelParams, FqCodelParams, RandomDropParams, RedParams};
 use mpsim_net::{iface_addr, LinkDir, LinkDirParams, LossModel, NodeKind, QdiscConfig, QueueLimit, Topology};
+use mpsim_proto::sctp::SctpConfig;
 use mpsim_proto::tcp::mtu::{DEFAULT_MTU_BYTES, MAX_MTU_BYTES, MIN_MTU_BYTES, TIMESTAMP_OPTION_BYTES};
 use mpsim_proto::TcpConfig;
 use mpsim_proto::{PathManagerKind, SchedulerKind};
@@ -284,14 +285,6 @@ impl Simulation {
 
     fn build_flow(&self, i: usize, f: &FlowSpec, spec: &Spec, index: &NodeIndex) -> Result<Flow, BuildError> {
         let what = format!("flow '{}'", f.name);
-        match f.transport {
-            TransportSpec::Tcp | TransportSpec::Udp | TransportSpec::Mptcp => {}
-            TransportSpec::Cmt => {
-                return Err(BuildError::Unsupported(
-                    format!("{what}: transport '{:?}' is not available in this version", f.transport).to_lowercase(),
-                ))
-            }
-        }
         let client = index.get(&f.client, &what)?;
         let server = index.get(&f.server, &what)?;
         let client_ifaces = self.host_ifaces(client, &what)?.to_vec();
@@ -372,6 +365,7 @@ impl Simulation {
         if f.rcvbuf_bytes < tcp.mss_bytes as u64 {
             return Err(invalid(format!("{what}: rcvbuf must hold at least one segment")));
         }
+        let sctp = if f.transport == TransportSpec::Cmt { Some(sctp_config(f, tcp.mtu_bytes, &what)?) } else { None };
         let (app, receiver) = make_app(&f.app, &SimRng::new(spec.seed, STREAM_FLOW_APP + i as u64));
         // The dynamic range: no Wireshark dissector claims these ports.
         let port = (49152 + i % 16384) as u16;
@@ -381,6 +375,7 @@ impl Simulation {
             app,
             client,
             mptcp,
+            sctp,
             fallback: false,
             server_addr,
             server_port: port,
@@ -473,6 +468,29 @@ impl Simulation {
             self.queue.push(SimTime::ZERO + interval, Ev::Sample);
         }
     }
+}
+
+/// The association settings of a cmt flow: chunks sized for the MTU (and
+/// `mss`, if smaller), the receive buffer `rbuf` (else `rcvbuf`).
+fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, BuildError> {
+    let variant = mpsim_proto::sctp::Variant::parse(f.variant.as_deref())
+        .ok_or_else(|| invalid(format!("{what}: unknown cmt variant '{}'", f.variant.as_deref().unwrap_or_default())))?;
+    // IPv4 20, SCTP common header 12, DATA chunk header 16 (RFC 9260 section 3).
+    let fit_bytes = mtu_bytes.saturating_sub(20 + 12 + 16);
+    let max_payload_bytes = f.mss_bytes.map_or(fit_bytes, |m| m.min(fit_bytes)).max(1);
+    let rbuf_bytes = f.rbuf_bytes.unwrap_or(f.rcvbuf_bytes);
+    if rbuf_bytes < max_payload_bytes as u64 {
+        return Err(invalid(format!("{what}: rbuf must hold at least one chunk")));
+    }
+    Ok(SctpConfig {
+        max_payload_bytes,
+        // Ethernet 14 and IPv4 20, as the other transports count them.
+        lower_header_bytes: 14 + 20,
+        rbuf_bytes,
+        cmt: true,
+        variant,
+        ..SctpConfig::default()
+    })
 }
 
 /// The MTU a flow's segments are sized for: the smallest of the interfaces

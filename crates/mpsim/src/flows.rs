@@ -8,6 +8,7 @@ use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{AppSpec, FlowSpec, SizeDistSpec, ThinkSpec, TransportSpec};
 use mpsim_core::{Addr, LinkId, NodeId, Packet, Proto, SimDuration, SimRng, SimTime};
 use mpsim_proto::apps::{App, AppCmd, AppInput, Bulk, Cbr, Http, OnOff, Side, Video, UNLIMITED_BYTES};
+use mpsim_proto::sctp::{Association, PathAddrs, SctpConfig};
 use mpsim_proto::workload::{PoissonRequests, SizeDist, Think};
 use mpsim_proto::{AppEvent, LocalAddr, MptcpConfig, MptcpConnection, PathManagerKind, SchedulerKind, TcpConfig, TcpConnection};
 
@@ -88,6 +89,8 @@ pub(crate) struct Flow {
     pub client: NodeId,
     /// MPTCP settings when the transport is mptcp.
     pub mptcp: Option<MptcpFlow>,
+    /// Association settings when the transport is cmt.
+    pub sctp: Option<SctpConfig>,
     pub server_addr: Addr,
     pub server_port: u16,
     pub server_link: LinkId,
@@ -300,6 +303,9 @@ impl Simulation {
     }
 
     pub(crate) fn connect(&mut self, flow: u32, conn: u32) {
+        if self.flows[flow as usize].sctp.is_some() {
+            return self.connect_sctp(flow, conn);
+        }
         let (addr, link) = self.client_addr(flow);
         let f = &self.flows[flow as usize];
         let (server_addr, server_port, client) = (f.server_addr, f.server_port, f.client);
@@ -344,6 +350,61 @@ impl Simulation {
         self.demux.insert(demux_key(server_addr, server_port, addr, port), Demux::Pending { flow, conn });
         self.flows[flow as usize].conns.insert(conn, ConnSlot { client_ep: Some(ep), server_ep: None });
         self.work.push(ep);
+    }
+
+    /// The paths of a cmt flow's association, client side: client
+    /// interface i to server interface i, for every pair whose packets
+    /// reach the server (path 0, the primary, uses the client's first usable
+    /// interface and the server's first).
+    fn sctp_paths(&self, flow: u32) -> Vec<PathAddrs> {
+        let f = &self.flows[flow as usize];
+        let Some((sl, ss)) = mpsim_net::iface_of_addr(f.server_addr) else { return Vec::new() };
+        let server = self.topo.end(sl, ss);
+        let locals = self.client_local_addrs(flow);
+        let remotes = &self.nodes[server.index()].ifaces;
+        (locals.iter().zip(remotes.iter()))
+            .map(|(&(l, s), &(rl, rs))| ((l, s), mpsim_net::iface_addr(rl, rs)))
+            .filter(|&((l, s), remote)| self.hops_from_iface(l, s, remote, server).is_some())
+            .map(|((l, s), remote)| PathAddrs { local: mpsim_net::iface_addr(l, s), remote })
+            .collect()
+    }
+
+    /// Opens a cmt flow's association: the INIT goes on path 0; the
+    /// server's endpoint is made when it arrives.
+    fn connect_sctp(&mut self, flow: u32, conn: u32) {
+        let paths = self.sctp_paths(flow);
+        let f = &self.flows[flow as usize];
+        let (server_port, client, cfg) = (f.server_port, f.client, f.sctp.unwrap_or_default());
+        let Some(&primary) = paths.first() else { return };
+        let locals: Vec<Addr> = paths.iter().map(|p| p.local).collect();
+        let remotes: Vec<Addr> = paths.iter().map(|p| p.remote).collect();
+        let Some(port) = self.alloc_ports(client, 1, &locals, &remotes, server_port) else {
+            let mut cmds = Vec::new();
+            self.flows[flow as usize].app.on_input(self.now, AppInput::Failed { conn }, &mut cmds);
+            cmds.into_iter().for_each(|c| self.apply(flow, c));
+            return;
+        };
+        let link = mpsim_net::iface_of_addr(primary.local).map_or(self.client_addr(flow).1, |(l, _)| l);
+        let kind = EpKind::Cmt(Box::new(Association::connect(cfg, paths, port, server_port)));
+        let ep = self.push_endpoint(kind, client, flow, conn, Side::Client, link);
+        self.demux.insert(demux_key(primary.remote, server_port, primary.local, port), Demux::Pending { flow, conn });
+        self.flows[flow as usize].conns.insert(conn, ConnSlot { client_ep: Some(ep), server_ep: None });
+        self.work.push(ep);
+    }
+
+    /// The server's association, made by the client's INIT: the client's
+    /// paths, mirrored.
+    fn accept_sctp(&self, flow: u32, conn: u32, init: &Packet) -> Option<EpKind> {
+        let f = &self.flows[flow as usize];
+        let client_ep = f.conns.get(&conn)?.client_ep?;
+        let paths: Vec<PathAddrs> = self.endpoints[client_ep as usize]
+            .kind
+            .tuples()
+            .iter()
+            .map(|&(local, _, remote, _)| PathAddrs { local: remote, remote: local })
+            .collect();
+        let assoc = Association::accept(f.sctp.unwrap_or_default(), paths, init)?;
+        Some(EpKind::Cmt(Box::new(assoc)))
     }
 
     /// Puts a new endpoint in the slot released last, or in a new slot.
@@ -471,10 +532,14 @@ impl Simulation {
 
     /// The server side of `conn` is created by the client's SYN.
     pub(crate) fn accept(&mut self, flow: u32, conn: u32, host: NodeId, syn: &Packet, key: u128) {
+        let f = &self.flows[flow as usize];
+        if f.sctp.is_some() {
+            let Some(kind) = self.accept_sctp(flow, conn, syn) else { return };
+            return self.add_server_endpoint(flow, conn, host, kind, key);
+        }
         if !syn.flags.has(mpsim_core::TcpFlags::SYN) || syn.flags.has(mpsim_core::TcpFlags::ACK) {
             return;
         }
-        let f = &self.flows[flow as usize];
         let kind = match &f.mptcp {
             None => match TcpConnection::accept(f.tcp, &f.spec.cc_spec(), syn) {
                 Ok(mut c) => {
@@ -499,7 +564,14 @@ impl Simulation {
                 }
             }
         };
+        self.add_server_endpoint(flow, conn, host, kind, key);
+    }
+
+    /// Registers the server endpoint `kind` of `conn`, made by the packet
+    /// that arrived under demultiplexing `key`.
+    fn add_server_endpoint(&mut self, flow: u32, conn: u32, host: NodeId, kind: EpKind, key: u128) {
         // A SYN of a connection whose client is gone opens nothing.
+        let f = &self.flows[flow as usize];
         let Some(client_ep) = f.conns.get(&conn).and_then(|s| s.client_ep) else { return };
         let client_link = self.endpoints[client_ep as usize].client_link;
         let ep = self.push_endpoint(kind, host, flow, conn, Side::Server, client_link);

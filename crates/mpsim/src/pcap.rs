@@ -103,8 +103,15 @@ impl<W: Write> PcapWriter<W> {
         let transport = match pkt.proto {
             Proto::Tcp => tcp_header(pkt),
             Proto::Udp => udp_header(pkt),
+            Proto::Sctp => sctp_header(pkt),
         };
-        let ip_total = IPV4_HEADER_BYTES + transport.len() + pkt.payload_bytes as usize;
+        // A DATA chunk's payload is padded to 4 bytes (RFC 9260 section 3.2).
+        let pad = if pkt.proto == Proto::Sctp && matches!(pkt.ext.sctp(), Some(mpsim_core::sctp::Chunk::Data(_))) {
+            (4 - pkt.payload_bytes as usize % 4) % 4
+        } else {
+            0
+        };
+        let ip_total = IPV4_HEADER_BYTES + transport.len() + pkt.payload_bytes as usize + pad;
         if ip_total > IPV4_MAX_TOTAL_BYTES {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -112,7 +119,7 @@ impl<W: Write> PcapWriter<W> {
             ));
         }
         push_ethernet(&mut self.frame, pkt);
-        let proto = if pkt.proto == Proto::Tcp { IP_PROTO_TCP } else { IP_PROTO_UDP };
+        let proto = pkt.proto.ip_number();
         push_ipv4(&mut self.frame, pkt, proto, ip_total as u16, self.ip_id);
         self.ip_id = self.ip_id.wrapping_add(1);
         self.frame.extend_from_slice(&transport);
@@ -197,6 +204,112 @@ fn udp_header(pkt: &Packet) -> Vec<u8> {
         c => c,
     };
     h[6..8].copy_from_slice(&checksum.to_be_bytes());
+    h
+}
+
+/// CRC32c (Castagnoli, reflected 0x82F63B78) of `bytes` followed by
+/// `zeros` zero bytes: the SCTP checksum (RFC 9260 appendix A).
+fn crc32c(bytes: &[u8], zeros: usize) -> u32 {
+    let step = |mut crc: u32, b: u8| {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+        }
+        crc
+    };
+    let crc = bytes.iter().fold(!0u32, |c, &b| step(c, b));
+    !(0..zeros).fold(crc, |c, _| step(c, 0))
+}
+
+/// SCTP common header and the packet's chunk (RFC 9260 sections 3.1 and
+/// 3.3), up to a DATA chunk's payload, which the zeros after it (and the
+/// padding) stand for. The verification tag is the port pair.
+fn sctp_header(pkt: &Packet) -> Vec<u8> {
+    let mut h = sctp_chunk_bytes(pkt);
+    let zeros = if matches!(pkt.ext.sctp(), Some(mpsim_core::sctp::Chunk::Data(_))) {
+        pkt.payload_bytes as usize + (4 - pkt.payload_bytes as usize % 4) % 4
+    } else {
+        0
+    };
+    // The CRC32c goes in little-endian byte order (RFC 9260 appendix A).
+    let crc = crc32c(&h, zeros);
+    h[8..12].copy_from_slice(&crc.to_le_bytes());
+    h
+}
+
+fn sctp_chunk_bytes(pkt: &Packet) -> Vec<u8> {
+    use mpsim_core::sctp::Chunk;
+    let mut h = Vec::with_capacity(64);
+    h.extend_from_slice(&pkt.sport.to_be_bytes());
+    h.extend_from_slice(&pkt.dport.to_be_bytes());
+    h.extend_from_slice(&((pkt.sport as u32) << 16 | pkt.dport as u32).to_be_bytes());
+    h.extend_from_slice(&[0; 4]);
+    let Some(chunk) = pkt.ext.sctp() else { return h };
+    let flags = match chunk {
+        Chunk::Data(d) => d.flags,
+        Chunk::Sack(s) => s.flags,
+        _ => 0,
+    };
+    // The chunk length excludes padding (RFC 9260 section 3.2).
+    let length = match chunk {
+        Chunk::Data(_) => mpsim_core::sctp::DATA_HEADER_BYTES + pkt.payload_bytes,
+        c => c.wire_bytes(0),
+    };
+    h.push(chunk.type_code());
+    h.push(flags);
+    h.extend_from_slice(&(length as u16).to_be_bytes());
+    let be32 = |h: &mut Vec<u8>, v: u32| h.extend_from_slice(&v.to_be_bytes());
+    match *chunk {
+        Chunk::Data(d) => {
+            be32(&mut h, d.tsn);
+            h.extend_from_slice(&d.stream_id.to_be_bytes());
+            h.extend_from_slice(&d.stream_seq.to_be_bytes());
+            be32(&mut h, 0); // PPID
+        }
+        Chunk::Sack(s) => {
+            be32(&mut h, s.cum_tsn);
+            be32(&mut h, s.a_rwnd_bytes);
+            h.extend_from_slice(&(s.n_gaps as u16).to_be_bytes());
+            h.extend_from_slice(&(s.n_dups as u16).to_be_bytes());
+            for &(a, b) in s.gaps() {
+                h.extend_from_slice(&a.to_be_bytes());
+                h.extend_from_slice(&b.to_be_bytes());
+            }
+            for &d in s.dups() {
+                be32(&mut h, d);
+            }
+        }
+        Chunk::Heartbeat { path, sent_ps } | Chunk::HeartbeatAck { path, sent_ps } => {
+            // Heartbeat Info parameter (type 1) with the sender's record.
+            h.extend_from_slice(&1u16.to_be_bytes());
+            h.extend_from_slice(&(mpsim_core::sctp::HEARTBEAT_INFO_BYTES as u16).to_be_bytes());
+            h.extend_from_slice(&sent_ps.to_be_bytes());
+            be32(&mut h, path as u32);
+            be32(&mut h, 0);
+        }
+        Chunk::Init { initial_tsn, a_rwnd_bytes, n_addrs } | Chunk::InitAck { initial_tsn, a_rwnd_bytes, n_addrs } => {
+            be32(&mut h, (pkt.sport as u32) << 16 | pkt.dport as u32); // initiate tag
+            be32(&mut h, a_rwnd_bytes);
+            h.extend_from_slice(&1u16.to_be_bytes()); // outbound streams
+            h.extend_from_slice(&1u16.to_be_bytes()); // inbound streams
+            be32(&mut h, initial_tsn);
+            for i in 0..n_addrs as u32 {
+                // IPv4 Address parameters (type 5): the sender's addresses are
+                // not known here; the source address stands for the first.
+                h.extend_from_slice(&5u16.to_be_bytes());
+                h.extend_from_slice(&8u16.to_be_bytes());
+                be32(&mut h, pkt.src.0.wrapping_add(i));
+            }
+            if matches!(chunk, Chunk::InitAck { .. }) {
+                h.extend_from_slice(&7u16.to_be_bytes()); // State Cookie
+                h.extend_from_slice(&(4 + mpsim_core::sctp::STATE_COOKIE_BYTES as u16).to_be_bytes());
+                h.extend_from_slice(&[0; mpsim_core::sctp::STATE_COOKIE_BYTES as usize]);
+            }
+        }
+        Chunk::CookieEcho => h.extend_from_slice(&[0; mpsim_core::sctp::STATE_COOKIE_BYTES as usize]),
+        Chunk::Shutdown { cum_tsn } => be32(&mut h, cum_tsn),
+        Chunk::CookieAck | Chunk::ShutdownAck | Chunk::ShutdownComplete => {}
+    }
     h
 }
 
@@ -518,6 +631,16 @@ fn pseudo_header_sum(pkt: &Packet, proto: u8, l4_bytes: u32) -> u64 {
     // Lengths above 65,535 are rejected before the frame is written.
     p[10..12].copy_from_slice(&(l4_bytes as u16).to_be_bytes());
     sum_be16(&p)
+}
+
+#[cfg(test)]
+mod sctp_tests {
+    #[test]
+    fn crc32c_matches_rfc3720s_check_values() {
+        // RFC 3720 appendix B.4: 32 bytes of zeros, and 32 bytes of 0xff.
+        assert_eq!(super::crc32c(&[], 32), 0x8a91_36aa);
+        assert_eq!(super::crc32c(&[0xff; 32], 0), 0x62a8_ab43);
+    }
 }
 
 #[cfg(test)]

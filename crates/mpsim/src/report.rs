@@ -8,7 +8,7 @@ use crate::spec::{AppSpec, Spec, TransportSpec};
 use mpsim_core::{Packet, SimDuration, SimTime};
 use mpsim_net::NodeKind;
 use mpsim_proto::apps::Side;
-use mpsim_proto::tcp::TcpState;
+use mpsim_proto::transport::PathView;
 use mpsim_proto::AppEvent;
 use serde_json::{json, Map, Value};
 
@@ -101,44 +101,6 @@ impl PathRows {
     }
 }
 
-/// What one subflow sample reads.
-struct SubflowRow<'a> {
-    sf: &'a mpsim_proto::tcp::Subflow,
-    cc: &'a mpsim_cc::SubflowCc,
-    reinjected_bytes: u64,
-    /// The subflow is closed (or, in MPTCP, given up): its last row.
-    closed: bool,
-    backup: bool,
-    /// Link indices of the client's and the server's interface.
-    client_link: u32,
-    server_link: u32,
-}
-
-/// The state of a subflow as the trace writes it, after RFC 9293's names.
-fn state_name(closed: bool, state: TcpState) -> &'static str {
-    if closed && state != TcpState::TimeWait {
-        return "closed";
-    }
-    match state {
-        TcpState::SynSent => "syn_sent",
-        TcpState::SynReceived => "syn_received",
-        TcpState::Established => "established",
-        TcpState::FinWait1 => "fin_wait1",
-        TcpState::FinWait2 => "fin_wait2",
-        TcpState::CloseWait => "close_wait",
-        TcpState::Closing => "closing",
-        TcpState::LastAck => "last_ack",
-        TcpState::TimeWait => "time_wait",
-        TcpState::Closed => "closed",
-    }
-}
-
-/// The subflow has nothing more to send or sample: closed, or waiting out
-/// TIME_WAIT.
-fn ended(sf: &mpsim_proto::tcp::Subflow) -> bool {
-    sf.is_closed() || sf.state == TcpState::TimeWait
-}
-
 /// The link of an interface address, or `NO_LINK`.
 fn link_index(a: mpsim_core::Addr) -> u32 {
     mpsim_net::iface_of_addr(a).map_or(NO_LINK, |(l, _)| l.0)
@@ -176,37 +138,38 @@ struct SubflowCols {
     backup: Vec<i64>,
     client_link: Vec<u32>,
     server_link: Vec<u32>,
+    peer_rwnd_bytes: Vec<f64>,
 }
 
 impl SubflowCols {
-    /// A row for a subflow that has sent data. A closed subflow's row has
+    /// A row for a path that has sent data. A closed path's row has
     /// nothing in flight and no window: its values are not frozen on.
-    fn push_row(&mut self, t_s: f64, flow: u32, conn: u32, subflow: usize, side: &'static str, r: &SubflowRow) {
-        if r.sf.stats.bytes_sent == 0 {
+    #[allow(clippy::too_many_arguments)]
+    fn push_row(&mut self, t_s: f64, flow: u32, conn: u32, subflow: usize, side: &'static str, p: &PathView, links: (u32, u32)) {
+        if p.bytes_sent == 0 {
             return;
         }
-        let mss = r.sf.cfg.mss_bytes as f64;
         self.time_s.push(t_s);
         self.flow.push(flow);
         self.connection.push(conn as i64);
         self.subflow.push(subflow as i64);
         self.side.push(side);
-        let (cwnd, ssthresh) =
-            if r.closed { (f64::NAN, f64::NAN) } else { (r.cc.cwnd_pkts * mss, (r.cc.ssthresh_pkts * mss).min(1e15)) };
+        let (cwnd, ssthresh) = if p.closed { (f64::NAN, f64::NAN) } else { (p.cwnd_bytes, p.ssthresh_bytes) };
         self.cwnd_bytes.push(cwnd);
         self.ssthresh_bytes.push(ssthresh);
-        let srtt = if r.closed { None } else { r.sf.rtt.srtt };
+        let srtt = if p.closed { None } else { p.srtt };
         self.srtt_s.push(srtt.map_or(f64::NAN, |s| s.as_secs_f64()));
-        self.bytes_in_flight.push(if r.closed { 0 } else { r.sf.bytes_in_flight() as i64 });
-        self.bytes_delivered.push(r.sf.stats.bytes_acked as i64);
-        self.retransmissions.push(r.sf.stats.retransmitted_segs as i64);
-        self.reinjected_bytes.push(r.reinjected_bytes as i64);
-        self.timeouts.push(r.sf.stats.timeouts as i64);
-        self.fast_recoveries.push(r.sf.stats.fast_recoveries as i64);
-        self.state.push(state_name(r.closed, r.sf.state));
-        self.backup.push(r.backup as i64);
-        self.client_link.push(r.client_link);
-        self.server_link.push(r.server_link);
+        self.bytes_in_flight.push(if p.closed { 0 } else { p.bytes_in_flight as i64 });
+        self.bytes_delivered.push(p.bytes_acked as i64);
+        self.retransmissions.push(p.retransmitted_segs as i64);
+        self.reinjected_bytes.push(p.reinjected_bytes as i64);
+        self.timeouts.push(p.timeouts as i64);
+        self.fast_recoveries.push(p.fast_recoveries as i64);
+        self.state.push(p.state);
+        self.backup.push(p.backup as i64);
+        self.client_link.push(links.0);
+        self.server_link.push(links.1);
+        self.peer_rwnd_bytes.push(p.peer_rwnd_bytes.map_or(f64::NAN, |w| w as f64));
     }
 }
 
@@ -342,57 +305,24 @@ impl Simulation {
         live.sort_unstable();
         for (_, n) in live {
             let e = &self.endpoints[n];
+            let Some(t) = e.kind.transport() else { continue };
             let side = if e.side == Side::Client { "client" } else { "server" };
-            match &e.kind {
-                EpKind::Tcp(conn) => {
-                    let closed = ended(&conn.sf);
-                    if closed && !self.sampler.first_closed_sample(n, 0) {
-                        continue;
-                    }
-                    let server_link = self.flows[e.flow as usize].server_link.0;
-                    let row = SubflowRow {
-                        sf: &conn.sf,
-                        cc: conn.cc(),
-                        reinjected_bytes: 0,
-                        closed,
-                        backup: false,
-                        client_link: e.client_link.0,
-                        server_link,
-                    };
-                    self.sampler.subflows.push_row(t_s, e.flow, e.conn, 0, side, &row);
+            for (i, p) in t.paths().iter().enumerate() {
+                if p.closed && !self.sampler.first_closed_sample(n, i) {
+                    continue;
                 }
-                EpKind::Mptcp(conn) => {
-                    for (i, s) in conn.subflows().enumerate() {
-                        let closed = s.gone || ended(s.sf);
-                        if closed && !self.sampler.first_closed_sample(n, i) {
-                            continue;
-                        }
-                        let (client, server) =
-                            if e.side == Side::Client { (s.sf.local, s.sf.remote) } else { (s.sf.remote, s.sf.local) };
-                        let row = SubflowRow {
-                            sf: s.sf,
-                            cc: s.cc,
-                            reinjected_bytes: s.reinjected_bytes,
-                            closed,
-                            backup: s.backup,
-                            client_link: link_index(client),
-                            server_link: link_index(server),
-                        };
-                        self.sampler.subflows.push_row(t_s, e.flow, e.conn, i, side, &row);
-                    }
-                    if conn.is_finished() {
-                        continue;
-                    }
-                    let c = &mut self.sampler.connections;
-                    c.time_s.push(t_s);
-                    c.flow.push(e.flow);
-                    c.connection.push(e.conn as i64);
-                    c.side.push(side);
-                    // The application reads at once: only out-of-order data occupies the buffer.
-                    c.rcv_buffer_bytes.push(conn.rcv_buffer_bytes() as i64);
-                    c.ooo_bytes.push(conn.rcv_buffer_bytes() as i64);
-                }
-                EpKind::Closed => {}
+                let (client, server) = if e.side == Side::Client { (p.local, p.remote) } else { (p.remote, p.local) };
+                let links = (link_index(client), link_index(server));
+                self.sampler.subflows.push_row(t_s, e.flow, e.conn, i, side, p, links);
+            }
+            if let Some((held_bytes, ooo_bytes)) = t.buffer_sample() {
+                let c = &mut self.sampler.connections;
+                c.time_s.push(t_s);
+                c.flow.push(e.flow);
+                c.connection.push(e.conn as i64);
+                c.side.push(side);
+                c.rcv_buffer_bytes.push(held_bytes as i64);
+                c.ooo_bytes.push(ooo_bytes as i64);
             }
         }
     }
@@ -415,23 +345,21 @@ impl Simulation {
     pub(crate) fn path_rows(&self, e: &crate::flows::Endpoint) -> Vec<PathRow> {
         let f = &self.flows[e.flow as usize];
         let receiving = e.side == f.receiver;
-        if let EpKind::Mptcp(c) = &e.kind {
-            return c
-                .subflows()
-                .enumerate()
-                .map(|(i, s)| {
+        if e.kind.transport().is_some_and(|t| t.summary_row_per_path()) {
+            return (e.kind.paths().iter().enumerate())
+                .map(|(i, p)| {
                     let (client, server, port) = if e.side == Side::Client {
-                        (s.sf.local, s.sf.remote, s.sf.local_port)
+                        (p.local, p.remote, p.local_port)
                     } else {
-                        (s.sf.remote, s.sf.local, s.sf.remote_port)
+                        (p.remote, p.local, p.remote_port)
                     };
                     PathRow {
                         key: (self.link_name_of(client), self.link_name_of(server), port),
                         first_seen: (e.created, i as u32),
-                        delivered_bytes: if receiving { s.rx_bytes } else { 0 },
-                        reinjected_bytes: s.reinjected_bytes,
-                        counters: RecoveryCounters::of(s.sf),
-                        backup: s.backup,
+                        delivered_bytes: if receiving { p.rx_bytes.unwrap_or(e.delivered_bytes) } else { 0 },
+                        reinjected_bytes: p.reinjected_bytes,
+                        counters: p.counters,
+                        backup: p.backup,
                     }
                 })
                 .collect();
@@ -510,6 +438,7 @@ impl Simulation {
                 ("backup".into(), Column::I64(u.backup.clone())),
                 ("client_interface".into(), self.names(&u.client_link, |l| self.link_name(l))),
                 ("server_interface".into(), self.names(&u.server_link, |l| self.link_name(l))),
+                ("peer_rwnd_bytes".into(), Column::F64(u.peer_rwnd_bytes.clone())),
             ],
         };
         let c = &s.connections;

@@ -164,22 +164,8 @@ impl Simulation {
         let mut lines = Vec::new();
         for e in &self.endpoints {
             let head = format!("flow {} conn {} {:?}", e.flow, e.conn, e.side);
-            let line = |i: usize, sf: &mpsim_proto::tcp::Subflow, cc: &mpsim_cc::SubflowCc| {
-                format!(
-                    "{head} sf {i}: {} cwnd={:.2} ssthresh={:.2} ca={:?}",
-                    sf.debug_line(),
-                    cc.cwnd_pkts,
-                    cc.ssthresh_pkts,
-                    cc.ca_state
-                )
-            };
-            match &e.kind {
-                EpKind::Tcp(c) => lines.push(line(0, &c.sf, c.cc())),
-                EpKind::Mptcp(c) => {
-                    lines.push(format!("{head} mptcp: {}", c.debug_line()));
-                    lines.extend(c.subflows().enumerate().map(|(i, s)| line(i, s.sf, s.cc)));
-                }
-                EpKind::Closed => {}
+            if let Some(t) = e.kind.transport() {
+                lines.extend(t.debug_lines().into_iter().map(|l| format!("{head} {l}")));
             }
         }
         lines
@@ -317,8 +303,7 @@ impl Simulation {
         let p = self.pool.get(pid);
         // Hashing every packet's 5-tuple costs where no discipline reads it.
         let flow_hash = if self.dirs[dir as usize].uses_flow_hash() {
-            let proto = if p.proto == mpsim_core::Proto::Tcp { 6 } else { 17 };
-            flow_hash(p.src.0, p.dst.0, p.sport, p.dport, proto)
+            flow_hash(p.src.0, p.dst.0, p.sport, p.dport, p.proto.ip_number())
         } else {
             0
         };
@@ -477,7 +462,7 @@ impl Simulation {
             events.push(ev);
         }
         let mut mevents = Vec::new();
-        while let Some(ev) = e.kind.poll_mptcp_event() {
+        while let Some(ev) = e.kind.poll_transport_event() {
             mevents.push(ev);
         }
         if let Some(t) = e.kind.poll_timeout() {

@@ -435,6 +435,12 @@ pub struct FlowSpec {
     /// linux mode when no `rcvbuf` is given.
     #[serde(default)]
     pub rcvbuf_auto: bool,
+    /// cmt: the multipath scheme (cmt | smt | smos); None: cmt.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// cmt: the association's receive buffer, bytes; None: `rcvbuf_bytes`.
+    #[serde(default)]
+    pub rbuf_bytes: Option<u64>,
 }
 
 fn default_cc() -> String {

@@ -178,7 +178,9 @@ fn same_seed_same_bytes_and_another_seed_differs() {
         s.to_string()
     };
     assert_eq!(strip(sa.clone()), strip(sb));
-    assert_eq!(a.traces(), b.traces());
+    // Compared as printed: NaN (a column a transport does not report) is
+    // not equal to itself.
+    assert_eq!(format!("{:?}", a.traces()), format!("{:?}", b.traces()));
     let (_, sc) = run(&lossy(4)).expect("spec builds");
     assert_ne!(sa["flows"].to_string(), sc["flows"].to_string());
 }

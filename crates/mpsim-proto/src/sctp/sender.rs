@@ -1,0 +1,712 @@
+//! The data sender: TSN assignment, the record of every chunk not yet
+//! cumulatively acknowledged, per-destination congestion control and RTO
+//! (RFC 4960 sections 6.3 and 7.2), SACK processing with missing reports
+//! and fast retransmit (section 7.2.4), T3-rtx (section 6.3.3) and the
+//! choice of what to send next under cwnd and the peer's window (section
+//! 6.1). Flight sizes and windows count payload bytes; cwnd grows by the
+//! MTU, as Linux's SCTP does (net/sctp/transport.c).
+
+use super::SctpConfig;
+use mpsim_core::sctp::SackChunk;
+use mpsim_core::{SimDuration, SimTime};
+use std::collections::VecDeque;
+
+/// RFC 4960 section 7.2.4: missing reports that trigger a fast retransmit.
+const DUP_THRESH: u32 = 3;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ChunkState {
+    /// Sent and counted in its destination's flight.
+    Outstanding,
+    /// Acknowledged by a gap block (not released: RFC 4960 section 6.2.1).
+    GapAcked,
+    /// Waits for retransmission to `rtx_dest`; `fast` for a fast retransmit.
+    MarkedRtx { fast: bool },
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TsnRec {
+    len: u32,
+    /// Destination it was last sent to.
+    dest: usize,
+    /// Destination its pending retransmission goes to.
+    rtx_dest: usize,
+    sent_at: SimTime,
+    tx_count: u32,
+    missing_reports: u32,
+    fast_retransmitted: bool,
+    state: ChunkState,
+}
+
+/// What one destination's sender did, for traces and the summary.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DestStats {
+    /// Payload bytes sent, retransmissions included.
+    pub sent_bytes: u64,
+    pub retransmitted_bytes: u64,
+    pub retransmitted_chunks: u64,
+    /// Payload bytes acknowledged (first acknowledgement of each chunk).
+    pub acked_bytes: u64,
+    pub timeouts: u64,
+    /// Fast-retransmit window reductions.
+    pub fast_recoveries: u64,
+}
+
+/// Per-destination transmission state (RFC 4960 sections 6.3, 7.2, 8.2).
+#[derive(Clone, Debug)]
+pub struct Dest {
+    pub cwnd_bytes: u64,
+    pub ssthresh_bytes: u64,
+    pub pba_bytes: u64,
+    pub flight_bytes: u64,
+    pub srtt: Option<SimDuration>,
+    pub rttvar: SimDuration,
+    pub rto: SimDuration,
+    pub t3_deadline: Option<SimTime>,
+    /// Consecutive unanswered retransmissions and heartbeats.
+    pub error_count: u32,
+    pub active: bool,
+    /// In fast recovery until the cumulative ack reaches this TSN.
+    pub fast_recovery_exit: Option<u32>,
+    pub last_sent: SimTime,
+    /// Next heartbeat, and the deadline of the one sent and not yet
+    /// answered (its send time plus the RTO then).
+    pub hb_due: SimTime,
+    pub hb_sent: Option<SimTime>,
+    pub stats: DestStats,
+}
+
+impl Dest {
+    fn new(cfg: &SctpConfig, mtu: u64) -> Self {
+        Dest {
+            // RFC 4960 section 7.2.1.
+            cwnd_bytes: (4 * mtu).min((2 * mtu).max(4380)),
+            ssthresh_bytes: cfg.rbuf_bytes,
+            pba_bytes: 0,
+            flight_bytes: 0,
+            srtt: None,
+            rttvar: SimDuration::ZERO,
+            rto: cfg.rto_initial,
+            t3_deadline: None,
+            error_count: 0,
+            active: true,
+            fast_recovery_exit: None,
+            last_sent: SimTime::ZERO,
+            hb_due: SimTime::ZERO + cfg.hb_interval,
+            hb_sent: None,
+            stats: DestStats::default(),
+        }
+    }
+
+    /// RFC 4960 section 6.3.1: a new RTT measurement `r`.
+    pub fn on_rtt(&mut self, r: SimDuration, cfg: &SctpConfig) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = SimDuration(r.0 / 2);
+            }
+            Some(s) => {
+                self.rttvar = SimDuration((3 * self.rttvar.0 + s.0.abs_diff(r.0)) / 4);
+                self.srtt = Some(SimDuration((7 * s.0 + r.0) / 8));
+            }
+        }
+        let rto = SimDuration(self.srtt.unwrap_or(r).0 + 4 * self.rttvar.0);
+        self.rto = rto.max(cfg.rto_min).min(cfg.rto_max);
+    }
+}
+
+/// One DATA chunk to put on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataTx {
+    pub tsn: u32,
+    pub len: u32,
+    pub dest: usize,
+    pub retransmission: bool,
+}
+
+pub(super) struct Sender {
+    cfg: SctpConfig,
+    mtu: u64,
+    next_tsn: u32,
+    /// Highest TSN cumulatively acknowledged.
+    pub cum_ack: u32,
+    /// TSNs `cum_ack + 1 ..`, in order.
+    chunks: VecDeque<TsnRec>,
+    unsent_bytes: u64,
+    unlimited: bool,
+    /// The peer's receive window as this sender sees it (RFC 4960 section 6.2.1).
+    pub peer_rwnd_bytes: u64,
+    pub dests: Vec<Dest>,
+    pub primary: usize,
+    rr_next: usize,
+    /// A fast retransmission may go out regardless of cwnd (RFC 4960 section 7.2.4).
+    fast_rtx_pending: bool,
+    /// Every first transmission (TSN, length), for tests.
+    #[cfg(test)]
+    pub sent_log: Vec<(u32, u32)>,
+}
+
+impl Sender {
+    pub fn new(cfg: &SctpConfig, n_paths: usize) -> Self {
+        let mtu = cfg.mtu_bytes();
+        Sender {
+            cfg: *cfg,
+            mtu,
+            next_tsn: 1,
+            cum_ack: 0,
+            chunks: VecDeque::new(),
+            unsent_bytes: 0,
+            unlimited: false,
+            peer_rwnd_bytes: cfg.rbuf_bytes,
+            dests: (0..n_paths).map(|_| Dest::new(cfg, mtu)).collect(),
+            primary: 0,
+            rr_next: 0,
+            fast_rtx_pending: false,
+            #[cfg(test)]
+            sent_log: Vec::new(),
+        }
+    }
+
+    pub fn initial_tsn(&self) -> u32 {
+        1
+    }
+
+    /// The peer's a_rwnd from its INIT or INIT ACK: the window and every
+    /// destination's initial ssthresh (RFC 4960 section 7.2.1).
+    pub fn set_peer_rwnd(&mut self, bytes: u64) {
+        self.peer_rwnd_bytes = bytes;
+        for d in &mut self.dests {
+            d.ssthresh_bytes = bytes;
+        }
+    }
+
+    pub fn write(&mut self, bytes: Option<u64>) {
+        match bytes {
+            Some(b) => self.unsent_bytes += b,
+            None => self.unlimited = true,
+        }
+    }
+
+    /// The application stops writing: what is queued and unsent is dropped.
+    pub fn pause(&mut self) {
+        self.unlimited = false;
+        self.unsent_bytes = 0;
+    }
+
+    /// Everything written has been sent and cumulatively acknowledged.
+    pub fn all_acked(&self) -> bool {
+        self.chunks.is_empty() && self.unsent_bytes == 0 && !self.unlimited
+    }
+
+    fn has_unsent(&self) -> bool {
+        self.unlimited || self.unsent_bytes > 0
+    }
+
+    /// Payload bytes sent and neither cumulatively nor gap acknowledged.
+    pub fn outstanding_bytes(&self) -> u64 {
+        self.chunks.iter().filter(|c| c.state != ChunkState::GapAcked).map(|c| c.len as u64).sum()
+    }
+
+    fn tsn_at(&self, idx: usize) -> u32 {
+        self.cum_ack + 1 + idx as u32
+    }
+
+    /// The next T3-rtx deadline: (time, destination).
+    pub fn t3_deadline(&self) -> Option<(SimTime, usize)> {
+        (self.dests.iter().enumerate()).filter_map(|(i, d)| d.t3_deadline.map(|t| (t, i))).min()
+    }
+
+    // ----- SACK -----
+
+    /// RFC 4960 section 6.2.1 and 7.2: a SACK arrives. True if it
+    /// acknowledged anything new.
+    pub fn on_sack(&mut self, now: SimTime, sack: &SackChunk) -> bool {
+        if sack.cum_tsn < self.cum_ack || sack.cum_tsn >= self.next_tsn {
+            return false; // older than what we know, or acking what was never sent
+        }
+        let n = self.dests.len();
+        let flight_before: Vec<u64> = self.dests.iter().map(|d| d.flight_bytes).collect();
+        let mut acks = SackAcks { newly_bytes: vec![0; n], rtt_from: vec![None; n], highest_newly: None };
+        let cum_advanced = sack.cum_tsn > self.cum_ack;
+        while self.cum_ack < sack.cum_tsn {
+            // The loop stops at `sack.cum_tsn < next_tsn`: a record exists.
+            let Some(rec) = self.chunks.pop_front() else { break };
+            self.cum_ack += 1;
+            if rec.state != ChunkState::GapAcked {
+                self.newly_acked(&rec, self.cum_ack, &mut acks);
+            }
+        }
+        for (s, e) in sack.gap_tsns() {
+            for tsn in s.max(self.cum_ack + 1)..=e.min(self.next_tsn - 1) {
+                let idx = (tsn - self.cum_ack - 1) as usize;
+                let rec = self.chunks[idx];
+                if rec.state != ChunkState::GapAcked {
+                    self.newly_acked(&rec, tsn, &mut acks);
+                    self.chunks[idx].state = ChunkState::GapAcked;
+                }
+            }
+        }
+        for (d, sent_at) in acks.rtt_from.iter().enumerate() {
+            if let Some(t) = sent_at {
+                let cfg = self.cfg;
+                self.dests[d].on_rtt(now.saturating_since(*t), &cfg);
+            }
+        }
+        if let Some(htna) = acks.highest_newly {
+            self.count_missing_reports(htna, &acks);
+        }
+        for (d, &flight) in flight_before.iter().enumerate() {
+            if self.may_grow_cwnd(d, cum_advanced) {
+                self.grow_cwnd(d, acks.newly_bytes[d], flight);
+            }
+        }
+        self.after_sack(now, sack, &acks);
+        acks.highest_newly.is_some()
+    }
+
+    fn newly_acked(&mut self, rec: &TsnRec, tsn: u32, acks: &mut SackAcks) {
+        let d = &mut self.dests[rec.dest];
+        if rec.state == ChunkState::Outstanding {
+            d.flight_bytes -= rec.len as u64;
+        }
+        d.stats.acked_bytes += rec.len as u64;
+        // RFC 4960 section 8.3: an acknowledgement clears the address's errors.
+        d.error_count = 0;
+        d.active = true;
+        acks.newly_bytes[rec.dest] += rec.len as u64;
+        acks.highest_newly = Some(acks.highest_newly.map_or(tsn, |h: u32| h.max(tsn)));
+        // Karn's rule (RFC 4960 section 6.3.1 C5): first transmissions only.
+        if rec.tx_count == 1 && rec.state == ChunkState::Outstanding {
+            let slot = &mut acks.rtt_from[rec.dest];
+            *slot = Some(slot.map_or(rec.sent_at, |t: SimTime| t.max(rec.sent_at)));
+        }
+    }
+
+    /// RFC 4960 section 7.2.4: every outstanding TSN below the highest
+    /// newly acknowledged one gets missing reports; at three it is marked
+    /// for fast retransmission (once per TSN).
+    fn count_missing_reports(&mut self, htna: u32, acks: &SackAcks) {
+        for idx in 0..self.chunks.len() {
+            let tsn = self.tsn_at(idx);
+            if tsn >= htna {
+                break;
+            }
+            if self.chunks[idx].state != ChunkState::Outstanding {
+                continue;
+            }
+            let add = self.missing_report_increment(tsn, idx, acks);
+            let rec = &mut self.chunks[idx];
+            rec.missing_reports += add;
+            if rec.missing_reports >= DUP_THRESH && !rec.fast_retransmitted {
+                self.mark_fast_retransmit(idx);
+            }
+        }
+    }
+
+    /// Variant hook (SFR, DAC, IOPD): missing reports a SACK adds to the
+    /// outstanding TSN at `idx`. RFC 4960 section 7.2.4 (HTNA): one.
+    fn missing_report_increment(&self, _tsn: u32, _idx: usize, _acks: &SackAcks) -> u32 {
+        1
+    }
+
+    /// Variant hook (CUCv2): destination `d` may grow its cwnd on this
+    /// SACK. RFC 4960 section 7.2.1/7.2.2: when the cumulative ack
+    /// advanced, and not in fast recovery.
+    fn may_grow_cwnd(&self, d: usize, cum_advanced: bool) -> bool {
+        cum_advanced && self.dests[d].fast_recovery_exit.is_none()
+    }
+
+    /// Variant hook (MCC): a TSN reaching the threshold cuts its
+    /// destination's window. RFC 4960 section 7.2.4: always.
+    fn reduces_window(&self, _tsn: u32, _dest: usize) -> bool {
+        true
+    }
+
+    /// Variant hook (the RTX policies): the destination a retransmission of
+    /// a chunk last sent to `dest` goes to. A fast retransmission stays on
+    /// its destination (RTX-SAME, plain CMT's); a timeout's go to another
+    /// active destination (RFC 4960 section 6.4.1, as Linux's
+    /// `sctp_retransmit`), and so do those of an inactive destination.
+    fn rtx_destination(&self, _tsn: u32, dest: usize, timeout: bool) -> usize {
+        let alternate = (1..self.dests.len()).map(|k| (dest + k) % self.dests.len()).find(|&d| self.dests[d].active);
+        if !self.dests[dest].active || timeout {
+            return alternate.unwrap_or(dest);
+        }
+        dest
+    }
+
+    /// Variant hook (SMOS): the destination that takes the next new chunk,
+    /// if any has room. Plain SCTP: the primary (or the first active
+    /// destination when it is not). CMT: round-robin over the active
+    /// destinations with cwnd room (Iyengar et al. 2006, section II).
+    fn next_new_data_destination(&mut self) -> Option<usize> {
+        let n = self.dests.len();
+        let room = |d: &Dest| d.flight_bytes < d.cwnd_bytes;
+        if !self.cfg.cmt {
+            let d = if self.dests[self.primary].active {
+                self.primary
+            } else {
+                (0..n).find(|&d| self.dests[d].active).unwrap_or(self.primary)
+            };
+            return room(&self.dests[d]).then_some(d);
+        }
+        let any_active = self.dests.iter().any(|d| d.active);
+        let pick = (0..n)
+            .map(|k| (self.rr_next + k) % n)
+            .find(|&d| (self.dests[d].active || (!any_active && d == self.primary)) && room(&self.dests[d]))?;
+        self.rr_next = (pick + 1) % n;
+        Some(pick)
+    }
+
+    fn mark_fast_retransmit(&mut self, idx: usize) {
+        let tsn = self.tsn_at(idx);
+        let rec = self.chunks[idx];
+        let d = rec.dest;
+        if self.reduces_window(tsn, d) && self.dests[d].fast_recovery_exit.is_none() {
+            let exit = self.highest_outstanding_tsn(d);
+            let mtu = self.mtu;
+            let dest = &mut self.dests[d];
+            dest.ssthresh_bytes = (dest.cwnd_bytes / 2).max(4 * mtu);
+            dest.cwnd_bytes = dest.ssthresh_bytes;
+            dest.pba_bytes = 0;
+            dest.fast_recovery_exit = Some(exit);
+            dest.stats.fast_recoveries += 1;
+        }
+        self.dests[d].flight_bytes -= rec.len as u64;
+        let rtx_dest = self.rtx_destination(tsn, d, false);
+        let rec = &mut self.chunks[idx];
+        rec.state = ChunkState::MarkedRtx { fast: true };
+        rec.fast_retransmitted = true;
+        rec.rtx_dest = rtx_dest;
+        self.fast_rtx_pending = true;
+    }
+
+    /// The fast-recovery exit point: the highest TSN outstanding (CMT: on
+    /// destination `d`, Iyengar et al. 2006 section III-A).
+    fn highest_outstanding_tsn(&self, d: usize) -> u32 {
+        if !self.cfg.cmt {
+            return self.next_tsn - 1;
+        }
+        (0..self.chunks.len()).rev().find(|&i| self.chunks[i].dest == d).map_or(self.cum_ack, |i| self.tsn_at(i))
+    }
+
+    /// RFC 4960 sections 7.2.1 and 7.2.2: slow start or congestion
+    /// avoidance with `newly_bytes` acknowledged for `d`, whose flight was
+    /// `flight_before` when the SACK came.
+    fn grow_cwnd(&mut self, d: usize, newly_bytes: u64, flight_before: u64) {
+        let mtu = self.mtu;
+        let dest = &mut self.dests[d];
+        if newly_bytes == 0 {
+            return;
+        }
+        if dest.cwnd_bytes <= dest.ssthresh_bytes {
+            if flight_before >= dest.cwnd_bytes {
+                dest.cwnd_bytes += newly_bytes.min(mtu);
+            }
+        } else {
+            dest.pba_bytes += newly_bytes;
+            if dest.pba_bytes >= dest.cwnd_bytes && flight_before >= dest.cwnd_bytes {
+                dest.pba_bytes -= dest.cwnd_bytes;
+                dest.cwnd_bytes += mtu;
+            }
+        }
+    }
+
+    /// Fast-recovery exits, idle pba, the peer's window and the T3 timers.
+    fn after_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks) {
+        let cum_ack = self.cum_ack;
+        for (d, dest) in self.dests.iter_mut().enumerate() {
+            if dest.fast_recovery_exit.is_some_and(|exit| cum_ack >= exit) {
+                dest.fast_recovery_exit = None;
+            }
+            if dest.flight_bytes == 0 {
+                // RFC 4960 section 7.2.2: all data on d acknowledged.
+                dest.pba_bytes = 0;
+                dest.t3_deadline = None;
+            } else if acks.newly_bytes[d] > 0 {
+                // RFC 4960 section 6.3.2 R3 (restarted on any new ack of
+                // d's data, as Linux's sctp_check_transmitted does).
+                dest.t3_deadline = Some(now + dest.rto);
+            }
+        }
+        // RFC 4960 section 6.2.1 D iv.
+        self.peer_rwnd_bytes = (sack.a_rwnd_bytes as u64).saturating_sub(self.outstanding_bytes());
+    }
+
+    // ----- timeouts -----
+
+    /// RFC 4960 section 6.3.3: destination `d`'s T3-rtx timer expired.
+    /// Returns true when the destination just became inactive.
+    pub fn on_t3(&mut self, _now: SimTime, d: usize) -> bool {
+        let mtu = self.mtu;
+        let cfg = self.cfg;
+        let dest = &mut self.dests[d];
+        dest.t3_deadline = None;
+        dest.rto = SimDuration(dest.rto.0.saturating_mul(2)).min(cfg.rto_max);
+        dest.ssthresh_bytes = (dest.cwnd_bytes / 2).max(4 * mtu);
+        dest.cwnd_bytes = mtu;
+        dest.pba_bytes = 0;
+        dest.fast_recovery_exit = None;
+        dest.stats.timeouts += 1;
+        let failed = self.count_error(d);
+        for idx in 0..self.chunks.len() {
+            let rec = self.chunks[idx];
+            if rec.dest == d && rec.state == ChunkState::Outstanding {
+                self.dests[d].flight_bytes -= rec.len as u64;
+                let rtx_dest = self.rtx_destination(self.tsn_at(idx), d, true);
+                let r = &mut self.chunks[idx];
+                r.state = ChunkState::MarkedRtx { fast: false };
+                r.rtx_dest = rtx_dest;
+            }
+        }
+        failed
+    }
+
+    /// RFC 4960 section 8.2: one more error on `d`; past Path.Max.Retrans
+    /// it is inactive and its pending retransmissions move elsewhere.
+    /// Returns true when it just became inactive.
+    pub fn count_error(&mut self, d: usize) -> bool {
+        let dest = &mut self.dests[d];
+        dest.error_count += 1;
+        if !dest.active || dest.error_count <= self.cfg.path_max_retrans {
+            return false;
+        }
+        dest.active = false;
+        for idx in 0..self.chunks.len() {
+            if let ChunkState::MarkedRtx { .. } = self.chunks[idx].state {
+                if self.chunks[idx].rtx_dest == d {
+                    let to = self.rtx_destination(self.tsn_at(idx), d, true);
+                    self.chunks[idx].rtx_dest = to;
+                }
+            }
+        }
+        if self.primary == d {
+            // RFC 4960 section 6.4: the primary's data goes to an active alternate.
+            self.rr_next = (d + 1) % self.dests.len();
+        }
+        true
+    }
+
+    // ----- transmission -----
+
+    /// The next DATA chunk to send, if cwnd and the peer's window allow.
+    pub fn next_data(&mut self, now: SimTime) -> Option<DataTx> {
+        if let Some(tx) = self.next_retransmission(now) {
+            return Some(tx);
+        }
+        if !self.has_unsent() {
+            return None;
+        }
+        let len = if self.unlimited {
+            self.cfg.max_payload_bytes
+        } else {
+            self.unsent_bytes.min(self.cfg.max_payload_bytes as u64) as u32
+        };
+        // RFC 4960 section 6.1 A, as Linux applies it
+        // (sctp_packet_can_append_data): a chunk larger than the window waits
+        // while data is in flight; with none in flight it probes the window.
+        let in_flight = self.outstanding_bytes();
+        if (len as u64) > self.peer_rwnd_bytes && in_flight > 0 {
+            return None;
+        }
+        let d = self.next_new_data_destination()?;
+        self.idle_cwnd_decay(now, d);
+        let tsn = self.next_tsn;
+        self.next_tsn += 1;
+        if !self.unlimited {
+            self.unsent_bytes -= len as u64;
+        }
+        let rec = TsnRec {
+            len,
+            dest: d,
+            rtx_dest: d,
+            sent_at: now,
+            tx_count: 1,
+            missing_reports: 0,
+            fast_retransmitted: false,
+            state: ChunkState::Outstanding,
+        };
+        self.chunks.push_back(rec);
+        #[cfg(test)]
+        self.sent_log.push((tsn, len));
+        self.on_sent(now, d, len, false);
+        Some(DataTx { tsn, len, dest: d, retransmission: false })
+    }
+
+    /// The lowest marked TSN whose destination has cwnd room; the first
+    /// fast retransmission goes regardless (RFC 4960 section 7.2.4 rule 3).
+    fn next_retransmission(&mut self, now: SimTime) -> Option<DataTx> {
+        for idx in 0..self.chunks.len() {
+            let ChunkState::MarkedRtx { fast } = self.chunks[idx].state else { continue };
+            let d = self.chunks[idx].rtx_dest;
+            let room = self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
+            if !(room || fast && self.fast_rtx_pending) {
+                continue;
+            }
+            if fast {
+                self.fast_rtx_pending = false;
+            }
+            let rec = &mut self.chunks[idx];
+            rec.state = ChunkState::Outstanding;
+            rec.dest = d;
+            rec.sent_at = now;
+            rec.tx_count += 1;
+            rec.missing_reports = 0;
+            let len = rec.len;
+            self.on_sent(now, d, len, true);
+            return Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true });
+        }
+        self.fast_rtx_pending = false;
+        None
+    }
+
+    fn on_sent(&mut self, now: SimTime, d: usize, len: u32, retransmission: bool) {
+        self.peer_rwnd_bytes = self.peer_rwnd_bytes.saturating_sub(len as u64);
+        let dest = &mut self.dests[d];
+        dest.flight_bytes += len as u64;
+        dest.last_sent = now;
+        dest.stats.sent_bytes += len as u64;
+        if retransmission {
+            dest.stats.retransmitted_bytes += len as u64;
+            dest.stats.retransmitted_chunks += 1;
+        }
+        // RFC 4960 section 6.3.2 R1.
+        if dest.t3_deadline.is_none() {
+            dest.t3_deadline = Some(now + dest.rto);
+        }
+    }
+
+    /// RFC 4960 section 7.2.1: a destination idle for an RTO halves its
+    /// cwnd (not below 4 MTUs) before it sends again.
+    fn idle_cwnd_decay(&mut self, now: SimTime, d: usize) {
+        let mtu = self.mtu;
+        let dest = &mut self.dests[d];
+        if dest.flight_bytes == 0 && dest.stats.sent_bytes > 0 && now.saturating_since(dest.last_sent) > dest.rto {
+            dest.cwnd_bytes = (dest.cwnd_bytes / 2).max(4 * mtu).min(dest.cwnd_bytes);
+        }
+    }
+}
+
+/// What one SACK newly acknowledged, per destination.
+struct SackAcks {
+    newly_bytes: Vec<u64>,
+    /// Send time of the latest first transmission newly acked (an RTT sample).
+    rtt_from: Vec<Option<SimTime>>,
+    highest_newly: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sender(n_paths: usize, cmt: bool) -> Sender {
+        let cfg = SctpConfig { cmt, rbuf_bytes: 1 << 20, ..Default::default() };
+        let mut s = Sender::new(&cfg, n_paths);
+        s.write(None);
+        s
+    }
+
+    fn sack(cum_tsn: u32, gaps: &[(u16, u16)], a_rwnd_bytes: u32) -> SackChunk {
+        let mut s = SackChunk { cum_tsn, a_rwnd_bytes, ..Default::default() };
+        for &(a, b) in gaps {
+            s.push_gap(a, b);
+        }
+        s
+    }
+
+    fn drain(s: &mut Sender, now: SimTime) -> Vec<DataTx> {
+        std::iter::from_fn(|| s.next_data(now)).collect()
+    }
+
+    #[test]
+    fn initial_cwnd_is_rfc4960s_and_limits_the_first_flight() {
+        let mut s = sender(1, false);
+        assert_eq!(s.dests[0].cwnd_bytes, 4380);
+        let sent = drain(&mut s, SimTime::ZERO);
+        // 4380 bytes of room: three 1452-byte chunks start (the third overshoots).
+        assert_eq!(sent.len(), 4);
+        assert_eq!(sent.iter().map(|t| t.tsn).collect::<Vec<_>>(), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn slow_start_grows_by_at_most_one_mtu_per_sack_when_fully_used() {
+        let mut s = sender(1, false);
+        drain(&mut s, SimTime::ZERO);
+        let t = SimTime::ZERO + SimDuration::from_millis(100);
+        s.on_sack(t, &sack(2, &[], 1 << 20));
+        assert_eq!(s.dests[0].cwnd_bytes, 4380 + 1500);
+        assert_eq!(s.dests[0].srtt, Some(SimDuration::from_millis(100)));
+        assert_eq!(s.dests[0].rto, SimDuration::from_secs(1), "RTO.min");
+    }
+
+    #[test]
+    fn three_missing_reports_fast_retransmit_and_halve_once() {
+        let mut s = sender(1, false);
+        s.dests[0].cwnd_bytes = 20 * 1500;
+        let sent = drain(&mut s, SimTime::ZERO);
+        assert!(sent.len() >= 6);
+        let now = SimTime::ZERO + SimDuration::from_millis(50);
+        // TSN 1 lost: SACKs acknowledge 2, 2-3, 2-4.
+        for e in 1..=3u16 {
+            s.on_sack(now, &sack(0, &[(2, 1 + e)], 1 << 20));
+        }
+        assert_eq!(s.dests[0].ssthresh_bytes, 10 * 1500);
+        assert_eq!(s.dests[0].cwnd_bytes, 10 * 1500);
+        assert_eq!(s.dests[0].stats.fast_recoveries, 1);
+        let rtx = s.next_data(now).expect("the fast retransmission");
+        assert_eq!((rtx.tsn, rtx.retransmission), (1, true));
+        // More reports in the same window cut nothing more.
+        s.on_sack(now, &sack(0, &[(2, 5)], 1 << 20));
+        assert_eq!(s.dests[0].cwnd_bytes, 10 * 1500);
+        s.on_sack(now, &sack(5, &[], 1 << 20));
+        assert_eq!(s.cum_ack, 5);
+    }
+
+    #[test]
+    fn t3_timeout_collapses_cwnd_backs_off_and_retransmits() {
+        let mut s = sender(2, false);
+        let sent = drain(&mut s, SimTime::ZERO);
+        assert!(sent.iter().all(|t| t.dest == 0), "plain SCTP uses the primary");
+        let rto = s.dests[0].rto;
+        assert!(!s.on_t3(SimTime::ZERO + rto, 0));
+        assert_eq!(s.dests[0].cwnd_bytes, 1500);
+        assert_eq!(s.dests[0].rto, SimDuration::from_secs(6));
+        let rtx = s.next_data(SimTime::ZERO + rto).expect("a retransmission");
+        assert_eq!((rtx.tsn, rtx.retransmission), (1, true));
+        assert_eq!(rtx.dest, 1, "RFC 4960 6.4.1: to an alternate destination");
+    }
+
+    #[test]
+    fn path_max_retrans_timeouts_make_a_destination_inactive() {
+        let mut s = sender(2, true);
+        drain(&mut s, SimTime::ZERO);
+        let mut failed = false;
+        for _ in 0..=s.cfg.path_max_retrans {
+            failed = s.on_t3(SimTime::ZERO, 0);
+        }
+        assert!(failed && !s.dests[0].active);
+        let rest = drain(&mut s, SimTime::ZERO);
+        assert!(rest.iter().all(|t| t.dest == 1), "{rest:?}");
+    }
+
+    #[test]
+    fn cmt_spreads_new_data_round_robin_over_destinations_with_room() {
+        let mut s = sender(2, true);
+        let sent = drain(&mut s, SimTime::ZERO);
+        let dests: Vec<usize> = sent.iter().map(|t| t.dest).collect();
+        assert_eq!(&dests[..4], &[0, 1, 0, 1]);
+        assert_eq!(dests.iter().filter(|&&d| d == 0).count(), dests.iter().filter(|&&d| d == 1).count());
+    }
+
+    #[test]
+    fn the_peer_window_stops_new_data_on_all_paths() {
+        let mut s = sender(2, true);
+        s.set_peer_rwnd(3000);
+        let sent = drain(&mut s, SimTime::ZERO);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        // A SACK with a full buffer above a hole: nothing new goes out.
+        s.on_sack(SimTime::ZERO, &sack(0, &[(2, 2)], 0));
+        assert_eq!(s.peer_rwnd_bytes, 0);
+        assert!(s.next_data(SimTime::ZERO).is_none());
+    }
+}

@@ -1,0 +1,136 @@
+//! The SCTP-style association in the engine (`transport = "cmt"`): a
+//! download over two paths of different rates between two dual-homed
+//! hosts, as in Khan & Qadir's simple scenario (0.2 and 1 Mbit/s, 45 ms,
+//! a 64 KB receive buffer).
+
+mod common;
+
+use common::testbed::{dir, download, link, no_loss, run, PS_PER_S};
+use serde_json::{json, Value};
+
+/// Two direct links between `client` and `server`: `a` and `b`.
+fn two_homed(bw_bps: [u64; 2], delay_ms: f64, flow: Value, duration_s: u64) -> Value {
+    let d = |bw| dir(bw, delay_ms, 50, no_loss());
+    json!({"name": "cmt", "seed": 1, "duration_ps": duration_s * PS_PER_S, "sample_interval_ps": PS_PER_S,
+           "mss_bytes": 1452, "header_bytes": 66,
+           "nodes": [{"name": "client", "kind": "host"}, {"name": "server", "kind": "host"}],
+           "links": [link("a", "client", "server", d(bw_bps[0]), d(bw_bps[0])),
+                     link("b", "client", "server", d(bw_bps[1]), d(bw_bps[1]))],
+           "flows": [flow], "record": {"interfaces": false, "subflows": true, "pcap": []}})
+}
+
+fn cmt_flow(size_bytes: Option<u64>, rbuf_bytes: u64) -> Value {
+    json!({"name": "f", "transport": "cmt", "client": "client", "server": "server", "app": download(size_bytes),
+           "start_ps": 0, "cc": "reno", "rcvbuf_bytes": 1u64 << 20, "variant": "cmt", "rbuf_bytes": rbuf_bytes})
+}
+
+#[test]
+fn a_cmt_download_completes_and_both_paths_carry_data() {
+    let size = 2_000_000u64;
+    let (_, s) = run(&two_homed([200_000, 1_000_000], 45.0, cmt_flow(Some(size), 64_000), 300)).expect("spec builds");
+    let f = &s["flows"]["f"];
+    assert_eq!(f["transport"], "cmt");
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+    assert!(f["completion_time_s"].as_f64().is_some(), "{f:#}");
+    let rows = f["subflows"].as_array().expect("subflows");
+    assert_eq!(rows.len(), 2, "{f:#}");
+    let per_path: Vec<u64> = rows.iter().map(|r| r["bytes_delivered"].as_u64().unwrap_or(0)).collect();
+    assert!(per_path.iter().all(|&b| b > 50_000), "{f:#}");
+    assert_eq!(per_path.iter().sum::<u64>(), size);
+    let names: Vec<&str> = rows.iter().map(|r| r["client_interface"].as_str().unwrap_or("")).collect();
+    assert_eq!(names, ["a", "b"]);
+    // More than the slow path could carry. Plain CMT (no SFR, no CUC)
+    // stays below the fast path alone: the slow path's chunks are
+    // retransmitted spuriously and the fast path's cwnd grows only when the
+    // cumulative ack moves (Iyengar et al. 2006, section II); 0.77 Mbit/s here.
+    let goodput = f["goodput_bps"].as_f64().unwrap_or(0.0);
+    assert!(goodput > 0.4e6, "{goodput}");
+}
+
+#[test]
+fn one_destination_is_plain_sctp_and_completes() {
+    let size = 500_000u64;
+    let mut spec = two_homed([1_000_000, 1_000_000], 20.0, cmt_flow(Some(size), 64_000), 120);
+    spec["links"].as_array_mut().expect("links").pop();
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["f"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+    assert_eq!(f["subflows"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn cmt_runs_are_deterministic_and_release_their_endpoints() {
+    let spec = two_homed([200_000, 1_000_000], 45.0, cmt_flow(Some(300_000), 64_000), 120);
+    let (sim, a) = run(&spec).expect("spec builds");
+    let (_, b) = run(&spec).expect("spec builds");
+    let strip = |mut v: Value| {
+        v["wall_time_s"] = Value::Null;
+        v
+    };
+    assert_eq!(strip(a.clone()), strip(b));
+    assert!(sim.endpoint_lines().is_empty(), "{:#?}", sim.endpoint_lines());
+}
+
+#[test]
+fn an_unknown_variant_is_refused() {
+    let mut flow = cmt_flow(None, 64_000);
+    flow["variant"] = json!("fast");
+    let err = run(&two_homed([200_000, 1_000_000], 45.0, flow, 10)).err().expect("refused");
+    assert!(err.to_string().contains("variant"), "{err}");
+}
+
+#[test]
+fn a_cmt_upload_completes() {
+    let mut flow = cmt_flow(None, 64_000);
+    flow["app"] = json!({"kind": "upload", "size_bytes": 400_000});
+    let (_, s) = run(&two_homed([1_000_000, 1_000_000], 20.0, flow, 60)).expect("spec builds");
+    assert_eq!(s["flows"]["f"]["bytes_delivered"].as_u64(), Some(400_000), "{:#}", s["flows"]["f"]);
+}
+
+#[test]
+fn per_destination_traces_show_the_window_and_the_buffer() {
+    use mpsim::report_column::Column;
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, cmt_flow(None, 64_000), 30);
+    spec["sample_interval_ps"] = json!(PS_PER_S / 10);
+    let (sim, _) = run(&spec).expect("spec builds");
+    let traces = sim.traces();
+    let table = |name: &str| &traces.iter().find(|(n, _)| n == name).expect("table").1;
+    let col = |t: &str, c: &str| table(t).columns.iter().find(|(n, _)| n == c).expect("column").1.clone();
+    let (Column::I64(subflow), Column::F64(cwnd), Column::F64(rwnd), Column::Str(side)) =
+        (col("subflows", "subflow"), col("subflows", "cwnd_bytes"), col("subflows", "peer_rwnd_bytes"), col("subflows", "side"))
+    else {
+        panic!("column types")
+    };
+    assert!(side.iter().all(|s| s == "server"), "only the sender's destinations have sent data");
+    for path in [0, 1] {
+        let rows: Vec<usize> = (0..subflow.len()).filter(|&i| subflow[i] == path).collect();
+        assert!(rows.len() > 100, "path {path}: {} rows", rows.len());
+        assert!(rows.iter().all(|&i| cwnd[i] >= 1500.0 && rwnd[i].is_finite()));
+    }
+    // Receive-buffer blocking: the window the sender sees closes while the
+    // fast path's cwnd stays open.
+    let blocked = (0..rwnd.len()).filter(|&i| subflow[i] == 1 && rwnd[i] < 1452.0 && cwnd[i] > 4.0 * 1500.0).count();
+    assert!(blocked > 10, "{blocked} blocked samples");
+    let (Column::I64(held), Column::Str(conn_side)) = (col("connections", "rcv_buffer_bytes"), col("connections", "side")) else {
+        panic!("column types")
+    };
+    let most = (0..held.len()).filter(|&i| conn_side[i] == "client").map(|i| held[i]).max().unwrap_or(0);
+    assert!(most > 32_000, "the client's buffer held at most {most} bytes");
+}
+
+#[test]
+fn a_path_that_goes_down_and_returns_loses_no_byte() {
+    let size = 3_000_000u64;
+    let mut spec = two_homed([1_000_000, 1_000_000], 20.0, cmt_flow(Some(size), 64_000), 300);
+    spec["links"][1]["events"] = json!([
+        {"at_ps": 5 * PS_PER_S, "direction": "both", "up": false},
+        {"at_ps": 20 * PS_PER_S, "direction": "both", "up": true},
+    ]);
+    spec["links"][0]["a_to_b"]["loss"] = json!({"model": "bernoulli", "p": 0.01});
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["f"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+    let rows = f["subflows"].as_array().expect("subflows");
+    assert!(rows[1]["timeouts"].as_u64() >= Some(1), "{f:#}");
+    assert!(rows.iter().all(|r| r["bytes_delivered"].as_u64() > Some(200_000)), "{f:#}");
+}

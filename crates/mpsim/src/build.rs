@@ -153,9 +153,6 @@ impl NodeIndex {
 
 impl Simulation {
     pub fn new(spec: &Spec) -> Result<Simulation, BuildError> {
-        if spec.controller.is_some() {
-            return Err(BuildError::Unsupported("controller: SDN controllers are not available in this version".into()));
-        }
         let mut index = NodeIndex(FxHashMap::default());
         let mut nodes = Vec::new();
         for (i, n) in spec.nodes.iter().enumerate() {
@@ -206,6 +203,7 @@ impl Simulation {
         let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
         let forwarding = crate::forwarding::Forwarding::from_spec(spec);
         let routes = forwarding.routes(&topo, &vec![true; dirs.len()]);
+        let sdn = crate::sdn::Sdn::from_spec(spec, &topo.kinds)?;
         let end = SimTime(spec.duration_ps);
         let mut sim = Simulation {
             now: SimTime::ZERO,
@@ -219,6 +217,7 @@ impl Simulation {
             topo,
             routes,
             forwarding,
+            sdn,
             endpoints: Vec::new(),
             free_endpoints: Vec::new(),
             endpoints_created: 0,

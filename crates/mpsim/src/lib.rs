@@ -8,6 +8,7 @@ mod flows;
 mod forwarding;
 pub mod pcap;
 mod report;
+mod sdn;
 mod sim;
 pub mod spec;
 // The test networks name the engine `mpsim::`, as the tests outside do.

@@ -25,10 +25,9 @@ pub struct Spec {
     pub flows: Vec<FlowSpec>,
     #[serde(default)]
     pub record: RecordSpec,
-    /// SDN controller; accepted in the spec, refused when building until
-    /// SDN routing is available.
+    /// SDN controller: switches forward by flow tables it fills.
     #[serde(default)]
-    pub controller: Option<serde_json::Value>,
+    pub controller: Option<ControllerSpec>,
     /// Forwarding of switches and routers that do not set their own.
     #[serde(default)]
     pub forwarding: ForwardingSpec,
@@ -37,6 +36,36 @@ pub struct Spec {
     pub reroute: bool,
     #[serde(default = "default_reroute_delay")]
     pub reroute_delay_ps: u64,
+}
+
+/// The SdnController (docs/sdn.md).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerSpec {
+    /// shortest | ecmp | disjoint | mpsshetn (python:module:Class is refused).
+    pub app: String,
+    /// Switch-to-controller delay of a packet-in and of a flow-mod.
+    #[serde(default)]
+    pub latency_ps: u64,
+    /// mpsshetn: gap thresholds by application size; None: the thesis's.
+    #[serde(default)]
+    pub thresholds: Option<Vec<ThresholdSpec>>,
+    /// Packets a switch buffers awaiting packet-in answers; None: 256.
+    #[serde(default)]
+    pub buffer_pkts: Option<u32>,
+    /// Idle timeout of the rules the apps install; None: 10 s; 0: none.
+    #[serde(default)]
+    pub idle_timeout_ps: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdSpec {
+    /// Applications smaller than this (None: any size).
+    #[serde(default)]
+    pub below_bytes: Option<u64>,
+    /// The largest gap |BW_p1 - BW_pj| / BW_p1 admitted.
+    pub gap: f64,
 }
 
 /// How a switch or router picks among equal-cost next hops.
@@ -459,6 +488,9 @@ pub struct RecordSpec {
     /// The links each 5-tuple crossed, in the summary's `paths`.
     #[serde(default)]
     pub paths: bool,
+    /// The SdnController's decisions, in the summary's `controller.decisions`.
+    #[serde(default)]
+    pub controller: bool,
 }
 
 impl Spec {

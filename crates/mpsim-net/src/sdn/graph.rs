@@ -27,7 +27,7 @@ const NONE: u32 = u32::MAX;
 impl NetGraph<'_> {
     fn far(&self, d: DirId) -> NodeId {
         let (a, b) = self.topo.links[(d / 2) as usize];
-        if d % 2 == 0 {
+        if d.is_multiple_of(2) {
             b
         } else {
             a

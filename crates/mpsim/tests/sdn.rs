@@ -1,0 +1,141 @@
+//! SDN end to end: switches forward by flow tables that the SdnController
+//! fills on packet-ins. On the three-path testbed of Abu Mohsen's thesis
+//! (its Fig. 5.3: P1 10 Mbps, P2 0.1 Mbps, P3 6 Mbps), `disjoint` spreads an
+//! MPTCP connection's subflows over the three paths and `mpsshetn` refuses
+//! the joins whose bandwidth gap is above the threshold, and the
+//! connection completes without them.
+
+mod common;
+
+use common::testbed::{dir, download, link, no_loss, run, PS_PER_MS, PS_PER_S};
+use serde_json::{json, Value};
+
+/// client - s1 - {s2: P1, s3: P2, s4: P3} - s5 - server; access links 100 Mbps,
+/// 1 ms per link. One MPTCP download of `size` with `subflows` ndiffports
+/// subflows, or a TCP one with `subflows` 1.
+fn testbed(app: Option<&str>, size: Option<u64>, subflows: u8) -> Value {
+    let d = |mbps: f64| dir((mbps * 1e6) as u64, 1.0, 100, no_loss());
+    let names = ["client", "s1", "s2", "s3", "s4", "s5", "server"];
+    let nodes: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"name": n, "kind": if n.starts_with('s') && *n != "server" { "switch" } else { "host" }}))
+        .collect();
+    let mut links = vec![link("c", "client", "s1", d(100.0), d(100.0))];
+    for (p, mid, mbps) in [("p1", "s2", 10.0), ("p2", "s3", 0.1), ("p3", "s4", 6.0)] {
+        links.push(link(&format!("{p}a"), "s1", mid, d(mbps), d(mbps)));
+        links.push(link(&format!("{p}b"), mid, "s5", d(mbps), d(mbps)));
+    }
+    links.push(link("s", "s5", "server", d(100.0), d(100.0)));
+    let mut flow = json!({"name": "f", "transport": "tcp", "client": "client", "server": "server",
+        "app": download(size), "start_ps": 0, "cc": "reno", "mss_bytes": 1448, "rcvbuf_bytes": 4u64 << 20});
+    if subflows > 1 {
+        flow["transport"] = json!("mptcp");
+        flow["cc"] = json!("lia");
+        flow["path_manager"] = json!("ndiffports");
+        flow["subflows"] = json!(subflows);
+    }
+    let mut spec = json!({"name": "testbed", "seed": 1, "duration_ps": 20 * PS_PER_S, "sample_interval_ps": PS_PER_S,
+        "mss_bytes": 1448, "header_bytes": 66, "nodes": nodes, "links": links, "flows": [flow],
+        "record": {"interfaces": true, "subflows": true, "pcap": [], "paths": true, "controller": true}});
+    if let Some(app) = app {
+        spec["controller"] = json!({"app": app, "latency_ps": PS_PER_MS});
+    }
+    spec
+}
+
+/// Bytes that crossed both links of path `p` (`p1`, `p2`, `p3`), both ways.
+fn path_bytes(s: &Value, p: &str) -> u64 {
+    let one =
+        |l: &str| -> u64 { ["a_to_b", "b_to_a"].iter().map(|d| s["links"][l][d]["bytes"].as_u64().expect("link bytes")).sum() };
+    one(&format!("{p}a")) + one(&format!("{p}b"))
+}
+
+fn completion_s(s: &Value) -> f64 {
+    s["flows"]["f"]["completion_time_s"].as_f64().expect("the download completes")
+}
+
+#[test]
+fn mpsshetn_refuses_the_join_onto_the_slow_path_and_the_connection_completes() {
+    let (_, s) = run(&testbed(Some("mpsshetn"), Some(2_000_000), 3)).expect("spec builds");
+    completion_s(&s);
+    assert_eq!(path_bytes(&s, "p2"), 0, "the 0.1 Mbps path carries nothing: {}", s["controller"]);
+    assert!(path_bytes(&s, "p1") > 1_000_000 && path_bytes(&s, "p3") > 300_000, "{}", s["links"]);
+    let c = &s["controller"];
+    assert!(c["refused"].as_u64().expect("refused") >= 1, "{c}");
+    let joins: Vec<&Value> = c["decisions"].as_array().expect("rows").iter().filter(|r| r["opening"] == "mp_join").collect();
+    assert!(joins.iter().any(|r| r["links"].is_null()), "a refused join is traced: {c}");
+    assert!(joins.iter().any(|r| r["links"] == json!(["c", "p3a", "p3b", "s"])), "{c}");
+}
+
+#[test]
+fn mpsshetn_sends_a_short_transfer_on_the_reference_path_alone() {
+    let (_, s) = run(&testbed(Some("mpsshetn"), Some(10_000), 3)).expect("spec builds");
+    completion_s(&s);
+    assert_eq!(path_bytes(&s, "p2") + path_bytes(&s, "p3"), 0, "gap threshold 0.0 below 50 KB");
+    assert!(path_bytes(&s, "p1") > 10_000);
+}
+
+#[test]
+fn disjoint_puts_each_subflow_on_its_own_path() {
+    let (_, s) = run(&testbed(Some("disjoint"), Some(2_000_000), 3)).expect("spec builds");
+    completion_s(&s);
+    for p in ["p1", "p2", "p3"] {
+        assert!(path_bytes(&s, p) > 10_000, "{p}: {}", path_bytes(&s, p));
+    }
+    // record.paths: the three client-to-server 5-tuples crossed three different middle links.
+    let middles: std::collections::BTreeSet<String> = s["paths"]
+        .as_array()
+        .expect("paths")
+        .iter()
+        .filter(|e| e["src"].as_str().is_some_and(|a| a.starts_with("client:")))
+        .map(|e| e["links"][1].as_str().expect("a link").to_string())
+        .collect();
+    assert_eq!(middles.into_iter().collect::<Vec<_>>(), vec!["p1a", "p2a", "p3a"]);
+}
+
+#[test]
+fn rules_installed_on_the_first_packet_carry_the_rest_without_the_controller() {
+    let (_, s) = run(&testbed(Some("shortest"), Some(1_000_000), 1)).expect("spec builds");
+    completion_s(&s);
+    let c = &s["controller"];
+    // One packet-in for the SYN at s1; its flow-mods install both ways on s1 and s5.
+    assert_eq!(c["packet_ins"], 1, "{c}");
+    assert_eq!(c["decisions"][0]["links"], json!(["c", "p1a", "p1b", "s"]));
+    assert!(c["rules_at_end"].as_u64().expect("rules") >= 4, "{c}");
+    assert!(path_bytes(&s, "p1") > 1_000_000);
+}
+
+#[test]
+fn the_controller_latency_delays_the_first_packet_by_two_latencies() {
+    let at = |latency_ms: u64| {
+        let mut spec = testbed(Some("shortest"), Some(10_000), 1);
+        spec["controller"]["latency_ps"] = json!(latency_ms * PS_PER_MS);
+        completion_s(&run(&spec).expect("spec builds").1)
+    };
+    let (fast, slow) = (at(0), at(10));
+    // Packet-in plus flow-mod at s1: 20 ms more; the SYN/ACK finds its rules at s5 already.
+    assert!((slow - fast - 0.020).abs() < 0.001, "{fast} {slow}");
+}
+
+#[test]
+fn a_switch_without_buffer_room_drops_every_packet_that_misses() {
+    let mut spec = testbed(Some("shortest"), Some(100_000), 1);
+    spec["controller"]["buffer_pkts"] = json!(0);
+    let (_, s) = run(&spec).expect("spec builds");
+    let c = &s["controller"];
+    assert!(c["buffer_drops"].as_u64().expect("drops") >= 1, "{c}");
+    assert!(s["flows"]["f"]["completion_time_s"].is_null(), "no packet ever reaches the controller");
+}
+
+#[test]
+fn without_a_controller_switches_keep_the_static_tables() {
+    let (_, with) = run(&testbed(None, Some(100_000), 1)).expect("spec builds");
+    assert!(with.get("controller").is_none());
+    assert!(path_bytes(&with, "p1") > 100_000);
+}
+
+#[test]
+fn a_python_app_is_refused_with_its_name() {
+    let err = run(&testbed(Some("python:mymod:MyApp"), None, 1)).err().expect("refused");
+    assert!(err.to_string().contains("python:mymod:MyApp"), "{err}");
+}

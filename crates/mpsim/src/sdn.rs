@@ -20,6 +20,7 @@ use mpsim_net::sdn::{
 };
 use mpsim_net::{iface_of_addr, FlowKey, NodeKind};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// Packets a switch holds while their packet-ins are answered: Open
 /// vSwitch's `OFPBUF_SIZE`-era default of 256 buffers per datapath.
@@ -41,6 +42,13 @@ struct FlowMod {
     node: NodeId,
     rules: Vec<Rule>,
     release: Option<u32>,
+}
+
+/// A decision kept for later packet-ins of the same 5-tuple.
+#[derive(Clone)]
+struct Remembered {
+    connection: Option<(u32, u32)>,
+    path: Option<Vec<DirId>>,
 }
 
 /// One decision, for the trace.
@@ -72,6 +80,11 @@ pub(crate) struct Sdn {
     buffer_drops: u64,
     refused: u64,
     table_drops: u64,
+    /// Per 5-tuple (both ways), the connection it belonged to and the path
+    /// decided for it (None: refused): a packet-in for a 5-tuple whose rules
+    /// expired, or a retransmitted SYN, gets it again, so a subflow keeps
+    /// its path; a SYN of another connection on reused ports asks anew.
+    decided: BTreeMap<(u128, u8), Remembered>,
 }
 
 fn app_kind(c: &ControllerSpec) -> Result<AppKind, BuildError> {
@@ -124,6 +137,7 @@ impl Sdn {
             buffer_drops: 0,
             refused: 0,
             table_drops: 0,
+            decided: BTreeMap::new(),
         })))
     }
 
@@ -158,6 +172,10 @@ impl Sdn {
 fn flow_key(p: &Packet) -> FlowKey {
     let proto = if p.proto == Proto::Tcp { 6 } else { 17 };
     FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto }
+}
+
+fn tuple(k: &FlowKey) -> (u128, u8) {
+    (demux_key(k.src, k.sport, k.dst, k.dport), k.proto)
 }
 
 fn reversed(k: &FlowKey) -> FlowKey {
@@ -263,8 +281,16 @@ impl Simulation {
         }
         let first_dir = 2 * sl.0 + ss;
         let last_dir = (2 * dl.0 + ds) ^ 1;
-        let join = p.flags.has(TcpFlags::SYN) && matches!(p.ext.mptcp().map(|m| m.option), Some(MpOption::JoinSyn { .. }));
         let connection = self.connection_of(&p);
+        let opens = p.flags.has(TcpFlags::SYN) && !p.flags.has(TcpFlags::ACK);
+        let sdn = self.sdn.as_ref().expect("a packet-in runs with a controller");
+        if let Some(m) = sdn.decided.get(&tuple(&key)).filter(|m| !opens || m.connection == connection).cloned() {
+            return match m.path {
+                Some(path) => self.install_path(node, buffer, &key, &path),
+                None => self.refuse(node, buffer, &key, None),
+            };
+        }
+        let join = p.flags.has(TcpFlags::SYN) && matches!(p.ext.mptcp().map(|m| m.option), Some(MpOption::JoinSyn { .. }));
         let app_size_bytes = connection.and_then(|(f, _)| app_size_bytes(&self.flows[f as usize].spec.app));
         let hash = hash_rows(self.seed, self.dir_far_node(first_dir));
         let link_bps: Vec<u64> = (0..self.links.len())
@@ -280,6 +306,9 @@ impl Simulation {
             let (path, path_index, gap_frac, reason) = (d.path.clone(), d.path_index, d.gap_frac, d.reason);
             rows.push(DecisionRow { at: self.now, switch: node, key, opening, path, path_index, gap_frac, reason });
         }
+        let back = d.path.as_ref().map(|p| p.iter().rev().map(|d| d ^ 1).collect());
+        sdn.decided.insert(tuple(&reversed(&key)), Remembered { connection, path: back });
+        sdn.decided.insert(tuple(&key), Remembered { connection, path: d.path.clone() });
         match d.path {
             Some(path) => self.install_path(node, buffer, &key, &path),
             None => self.refuse(node, buffer, &key, Some(())),

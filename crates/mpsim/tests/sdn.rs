@@ -139,3 +139,17 @@ fn a_python_app_is_refused_with_its_name() {
     let err = run(&testbed(Some("python:mymod:MyApp"), None, 1)).err().expect("refused");
     assert!(err.to_string().contains("python:mymod:MyApp"), "{err}");
 }
+
+#[test]
+fn a_subflow_whose_rules_expired_keeps_its_path() {
+    let mut spec = testbed(Some("disjoint"), Some(2_000_000), 3);
+    // Rules expire between most packets: every one of them asks again.
+    spec["controller"]["idle_timeout_ps"] = json!(PS_PER_MS / 2);
+    let (_, s) = run(&spec).expect("spec builds");
+    completion_s(&s);
+    assert!(s["controller"]["packet_ins"].as_u64().expect("count") > 100, "{}", s["controller"]["packet_ins"]);
+    for e in s["paths"].as_array().expect("paths") {
+        let middles = e["links"].as_array().expect("links").iter().filter(|l| l != &"c" && l != &"s").count();
+        assert_eq!(middles, 2, "one path per 5-tuple: {e}");
+    }
+}

@@ -181,8 +181,8 @@ NOT_YET = {
         'transport = "cmt"', "flow[1].transport", "transport 'cmt' (SCTP-style concurrent multipath) is not available",
     ),
     "controller": (
-        lambda t: t + '\n[controller]\napp = "mpsshetn"\n',
-        "[controller]", "controller", "SDN controllers are not available in this version",
+        lambda t: t + '\n[controller]\napp = "python:mymod:MyApp"\n',
+        'app = "python:mymod:MyApp"', "controller.app", "SDN controller apps in Python are not available in this version",
     ),
 }  # fmt: skip
 

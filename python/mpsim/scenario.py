@@ -538,6 +538,10 @@ class Controller(_Model):
     app: str
     latency_ps: TimePs = Field(0, alias="latency")
     thresholds: list[Threshold] | None = None
+    # Packets a switch holds while their packet-ins are answered (None: the engine's 256).
+    buffer_pkts: Annotated[StrictInt, Field(ge=0, le=units.MAX_QUEUE_PACKETS)] | None = Field(None, alias="buffer")
+    # Idle timeout of the rules the apps install (None: 10 s; "0s": they never expire).
+    idle_timeout_ps: TimePs | None = Field(None, alias="idle_timeout")
 
 
 class Record(_Model):
@@ -548,6 +552,8 @@ class Record(_Model):
     pcap: list[str] = Field(default_factory=list)
     # The links each 5-tuple's packets crossed, in the summary's `paths` (off: costs nothing).
     paths: StrictBool = False
+    # The SDN controller's decisions, in the summary's controller.decisions.
+    controller: StrictBool = False
 
 
 @dataclass

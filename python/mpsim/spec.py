@@ -58,6 +58,8 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
     }
     if scenario.record.paths:
         spec["record"]["paths"] = True
+    if scenario.record.controller:
+        spec["record"]["controller"] = True
     # Only what differs from the engine's defaults, so documents of scenarios without these keys stay as they were.
     if sim.forwarding != "shortest":
         spec["forwarding"] = sim.forwarding
@@ -65,7 +67,6 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
         spec["reroute"] = True
         spec["reroute_delay_ps"] = sim.reroute_delay_ps
     if scenario.controller is not None:
-        # Not in engine-spec.md yet: the engine rejects it with its own message until it lands.
         ctl = scenario.controller
         spec["controller"] = {
             "app": ctl.app,
@@ -74,6 +75,10 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
             if ctl.thresholds is None
             else [{"below_bytes": t.below_bytes, "gap": t.gap} for t in ctl.thresholds],
         }
+        if ctl.buffer_pkts is not None:
+            spec["controller"]["buffer_pkts"] = ctl.buffer_pkts
+        if ctl.idle_timeout_ps is not None:
+            spec["controller"]["idle_timeout_ps"] = ctl.idle_timeout_ps
     return spec
 
 

@@ -80,3 +80,58 @@ def test_the_builder_runs_a_controller():
     s = mpsim.run(net).summary
     assert s["controller"]["packet_ins"] == 1
     assert s["flows"]["f"]["completion_time_s"] is not None
+
+
+RULES = """
+[[rule]]
+switch = "s1"
+priority = 10
+match = { dst = "server:s", proto = "tcp" }
+action = "output"
+links = ["p3a"]
+
+[[rule]]
+switch = "s2"
+match = { dst = "client:c", tcp_flags = "+ack-syn" }
+action = "output"
+links = ["p3b"]
+"""
+
+
+def without_controller(text: str) -> str:
+    return text[: text.index("[controller]")] + text[text.index("[record]") :].replace("controller = true\n", "")
+
+
+def test_static_rules_put_a_flow_on_a_chosen_path_without_a_controller(tmp_path):
+    pytest.importorskip("mpsim._core")
+    text = without_controller(THREE_PATHS.read_text()) + RULES
+    text = text.replace("path_manager = \"ndiffports\"\nsubflows = 3\n", "")
+    sc = load_scenario(write(tmp_path, "rules.toml", text))
+    rules = sc.to_engine_spec()["rules"]
+    assert rules[1]["tcp_flags"] == [0x12, 0x10] and rules[0]["proto"] == 6 and rules[1]["priority"] == 0x8000
+    s = mpsim.run(sc).summary
+    assert "controller" not in s
+    assert both_ways(s, "p3a") > 1_000_000
+    assert 0 < both_ways(s, "p1a") < 200, "only the SYN-ACK (SYN set) misses the rule"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "key", "words"),
+    [
+        ('links = ["p3a"]', 'links = ["p1b"]', "rule[0].links[0]", "does not touch switch 's1'"),
+        ('links = ["p3a"]', 'links = []', "rule[0].links", "takes exactly one link"),
+        ('switch = "s1"', 'switch = "client"', "rule[0].switch", "rules go to switches"),
+        ('tcp_flags = "+ack-syn"', 'tcp_flags = "+ack-urg"', "rule[1].match.tcp_flags", "unknown TCP flag 'urg'"),
+        ('dst = "server:s", proto', 'dst = "server:p1a", proto', "rule[0].match.dst", "has no link 'p1a'"),
+        ('action = "output"\nlinks = ["p3a"]', 'action = "controller"', "rule[0].action", "needs a [controller]"),
+    ],
+)
+def test_bad_rules_name_file_line_and_key(tmp_path, old, new, key, words):
+    text = without_controller(THREE_PATHS.read_text()) + RULES
+    text = text.replace(old, new, 1)
+    path = write(tmp_path, "rules.toml", text)
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if new in t)
+    assert str(err.value).startswith(f"{path}:{line}: {key}: "), str(err.value)
+    assert words in str(err.value)

@@ -25,9 +25,11 @@ from .scenario import (
     Flow,
     Link,
     Node,
+    Rule,
     Scenario,
     SizeDistribution,
     qdisc_spec,
+    tcp_flags_mask_value,
 )
 from .workloads import arrival_rate_per_s
 
@@ -66,6 +68,8 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
     if sim.reroute:
         spec["reroute"] = True
         spec["reroute_delay_ps"] = sim.reroute_delay_ps
+    if scenario.rules:
+        spec["rules"] = [_rule_spec(r) for r in scenario.rules]
     if scenario.controller is not None:
         ctl = scenario.controller
         spec["controller"] = {
@@ -80,6 +84,27 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
         if ctl.idle_timeout_ps is not None:
             spec["controller"]["idle_timeout_ps"] = ctl.idle_timeout_ps
     return spec
+
+
+def _rule_spec(rule: Rule) -> dict[str, Any]:
+    m = rule.match
+    return {
+        "switch": rule.switch,
+        "priority": rule.priority,
+        "in_link": m.in_link,
+        "src": m.src,
+        "dst": m.dst,
+        "sport": m.sport,
+        "dport": m.dport,
+        "proto": None if m.proto is None else {"tcp": 6, "udp": 17}[m.proto],
+        "tcp_flags": None if m.tcp_flags is None else list(tcp_flags_mask_value(m.tcp_flags)),
+        "mptcp": m.mptcp,
+        "token": m.token,
+        "action": rule.action,
+        "links": list(rule.links),
+        "idle_timeout_ps": rule.idle_timeout_ps,
+        "hard_timeout_ps": rule.hard_timeout_ps,
+    }
 
 
 def _node_spec(node: Node) -> dict[str, Any]:

@@ -203,7 +203,8 @@ impl Simulation {
         let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
         let forwarding = crate::forwarding::Forwarding::from_spec(spec);
         let routes = forwarding.routes(&topo, &vec![true; dirs.len()]);
-        let sdn = crate::sdn::Sdn::from_spec(spec, &topo.kinds)?;
+        let names: Vec<&str> = spec.nodes.iter().map(|n| n.name.as_str()).collect();
+        let sdn = crate::sdn::Sdn::from_spec(spec, &names, &topo.kinds)?;
         let end = SimTime(spec.duration_ps);
         let mut sim = Simulation {
             now: SimTime::ZERO,
@@ -242,6 +243,7 @@ impl Simulation {
             sim.flows.push(flow);
         }
         sim.build_pins(spec)?;
+        sim.build_rules(spec)?;
         sim.schedule_initial_events(spec);
         Ok(sim)
     }

@@ -64,8 +64,9 @@ struct DecisionRow {
 }
 
 pub(crate) struct Sdn {
-    app_name: String,
-    app: BuiltinController,
+    /// None: no `[controller]`, only `[[rule]]` tables (a miss follows the
+    /// static tables).
+    app: Option<(String, BuiltinController)>,
     latency: SimDuration,
     idle_timeout: Option<SimDuration>,
     /// Per node: Some for switches.
@@ -108,21 +109,29 @@ fn app_kind(c: &ControllerSpec) -> Result<AppKind, BuildError> {
 }
 
 impl Sdn {
-    pub(crate) fn from_spec(spec: &Spec, kinds: &[NodeKind]) -> Result<Option<Box<Sdn>>, BuildError> {
-        let Some(c) = &spec.controller else { return Ok(None) };
-        let app = app_kind(c)?;
-        let buffer_pkts = c.buffer_pkts.unwrap_or(DEFAULT_BUFFER_PKTS);
-        let tables = kinds
-            .iter()
-            .enumerate()
-            .map(|(n, &k)| (k == NodeKind::Switch).then(|| FlowTable::new(hash_rows(spec.seed, NodeId(n as u32)))))
+    /// With a `[controller]`, a table at every switch; with `[[rule]]`s
+    /// only, a table at the switches they name; None without either.
+    pub(crate) fn from_spec(spec: &Spec, names: &[&str], kinds: &[NodeKind]) -> Result<Option<Box<Sdn>>, BuildError> {
+        if spec.controller.is_none() && spec.rules.is_empty() {
+            return Ok(None);
+        }
+        let app = match &spec.controller {
+            Some(c) => Some((c.app.clone(), BuiltinController::new(app_kind(c)?))),
+            None => None,
+        };
+        let c = spec.controller.as_ref();
+        let buffer_pkts = c.and_then(|c| c.buffer_pkts).unwrap_or(DEFAULT_BUFFER_PKTS);
+        let has_table = |n: usize| {
+            kinds[n] == NodeKind::Switch && (app.is_some() || spec.rules.iter().any(|r| r.switch == names[n]))
+        };
+        let tables = (0..kinds.len())
+            .map(|n| has_table(n).then(|| FlowTable::new(hash_rows(spec.seed, NodeId(n as u32)))))
             .collect();
         let buffers = kinds.iter().map(|_| Buffer { slots: Vec::new(), free: Vec::new() }).collect();
         Ok(Some(Box::new(Sdn {
-            app_name: c.app.clone(),
-            app: BuiltinController::new(app),
-            latency: SimDuration(c.latency_ps),
-            idle_timeout: match c.idle_timeout_ps {
+            app,
+            latency: SimDuration(c.map_or(0, |c| c.latency_ps)),
+            idle_timeout: match c.and_then(|c| c.idle_timeout_ps) {
                 None => Some(DEFAULT_IDLE_TIMEOUT),
                 Some(0) => None,
                 Some(t) => Some(SimDuration(t)),
@@ -228,9 +237,12 @@ impl Simulation {
             Some(t) => t.lookup(now, in_dir, &f),
             None => Verdict::Drop,
         };
+        let asks = sdn.app.is_some();
         match verdict {
             Verdict::Output(d) => self.sdn_output(&key, d, pid),
-            Verdict::Miss | Verdict::ToController if may_ask => self.packet_in(node, in_dir, pid),
+            // Without a controller, a miss goes on by the static tables.
+            Verdict::Miss if !asks => self.forward(node, pid),
+            Verdict::Miss | Verdict::ToController if may_ask && asks => self.packet_in(node, in_dir, pid),
             _ => {
                 sdn.table_drops += 1;
                 self.pool.free(pid);
@@ -301,7 +313,8 @@ impl Simulation {
         let opening = if join { Opening::Join } else { Opening::First };
         let request = PacketIn { key, first_dir, last_dir, opening, connection, app_size_bytes, hash: &hash };
         let sdn = self.sdn.as_mut().expect("a packet-in runs with a controller");
-        let d = sdn.app.on_packet_in(&g, &request);
+        let Some((_, app)) = sdn.app.as_mut() else { return };
+        let d = app.on_packet_in(&g, &request);
         if let Some(rows) = sdn.rows.as_mut() {
             let (path, path_index, gap_frac, reason) = (d.path.clone(), d.path_index, d.gap_frac, d.reason);
             rows.push(DecisionRow { at: self.now, switch: node, key, opening, path, path_index, gap_frac, reason });
@@ -417,10 +430,11 @@ impl Simulation {
     /// `record.controller` one row per decision.
     pub(crate) fn controller_summary(&self) -> Option<Value> {
         let sdn = self.sdn.as_ref()?;
+        let (app_name, _) = sdn.app.as_ref()?;
         let node = |n: NodeId| self.nodes[n.index()].name.clone();
         let rules: usize = sdn.tables.iter().flatten().map(|t| t.len()).sum();
         let mut v = json!({
-            "app": sdn.app_name,
+            "app": app_name,
             "packet_ins": sdn.packet_ins,
             "buffer_drops": sdn.buffer_drops,
             "refused": sdn.refused,
@@ -450,5 +464,91 @@ impl Simulation {
             v["decisions"] = Value::Array(rows);
         }
         Some(v)
+    }
+}
+
+/// Why a `[[rule]]` cannot be installed.
+fn rule_error(i: usize, msg: String) -> BuildError {
+    BuildError::Invalid(format!("rule[{i}]: {msg}"))
+}
+
+impl Simulation {
+    /// Installs the scenario's static rules (`[[rule]]`) at time zero.
+    pub(crate) fn build_rules(&mut self, spec: &Spec) -> Result<(), BuildError> {
+        for (i, r) in spec.rules.iter().enumerate() {
+            let rule = self.resolve_rule(r).map_err(|e| rule_error(i, e))?;
+            let node = self.node_named(&r.switch).ok_or_else(|| rule_error(i, format!("unknown node '{}'", r.switch)))?;
+            let Some(table) = self.sdn.as_mut().and_then(|s| s.tables[node.index()].as_mut()) else {
+                return Err(rule_error(i, format!("'{}' is not a switch", r.switch)));
+            };
+            table.install(SimTime::ZERO, rule);
+        }
+        Ok(())
+    }
+
+    fn node_named(&self, name: &str) -> Option<NodeId> {
+        self.nodes.iter().position(|n| n.name == name).map(|n| NodeId(n as u32))
+    }
+
+    /// The link direction leaving (`out`) or entering `node` over link `name`.
+    fn port(&self, node: NodeId, name: &str, out: bool) -> Result<u32, String> {
+        let l = self.links.iter().position(|l| l.name == name).ok_or(format!("unknown link '{name}'"))?;
+        let link = &self.links[l];
+        let leaving = match (link.a == node, link.b == node) {
+            (true, _) => 2 * l as u32,
+            (_, true) => 2 * l as u32 + 1,
+            _ => return Err(format!("link '{name}' does not touch '{}'", self.nodes[node.index()].name)),
+        };
+        Ok(if out { leaving } else { leaving ^ 1 })
+    }
+
+    /// An interface `host:link` as its address.
+    fn iface(&self, name: &str) -> Result<mpsim_core::Addr, String> {
+        let (host, link) = name.split_once(':').ok_or(format!("expected HOST:LINK, got '{name}'"))?;
+        let h = self.node_named(host).ok_or(format!("unknown node '{host}'"))?;
+        let &(l, side) = self.nodes[h.index()]
+            .ifaces
+            .iter()
+            .find(|(l, _)| self.links[l.index()].name == link)
+            .ok_or(format!("'{host}' has no interface on link '{link}'"))?;
+        Ok(mpsim_net::iface_addr(l, side))
+    }
+
+    fn resolve_rule(&self, r: &crate::spec::RuleSpec) -> Result<Rule, String> {
+        let node = self.node_named(&r.switch).ok_or(format!("unknown node '{}'", r.switch))?;
+        let mptcp = match (r.mptcp.as_deref(), r.token) {
+            (None, None) => None,
+            (Some("mp_capable"), None) => Some(MptcpMatch::Capable),
+            (Some("mp_join"), token) => Some(MptcpMatch::Join { token }),
+            (_, Some(_)) => return Err("token needs mptcp = \"mp_join\"".into()),
+            (Some(other), _) => return Err(format!("unknown mptcp subtype '{other}'")),
+        };
+        let matches = Match {
+            in_port: r.in_link.as_deref().map(|l| self.port(node, l, false)).transpose()?,
+            src: r.src.as_deref().map(|a| self.iface(a)).transpose()?,
+            dst: r.dst.as_deref().map(|a| self.iface(a)).transpose()?,
+            sport: r.sport,
+            dport: r.dport,
+            proto: r.proto,
+            tcp_flags: r.tcp_flags,
+            mptcp,
+        };
+        let ports: Vec<u32> = r.links.iter().map(|l| self.port(node, l, true)).collect::<Result<_, _>>()?;
+        let action = match (r.action.as_str(), ports.len()) {
+            ("output", 1) => Action::Output(ports[0]),
+            ("group", n) if n >= 1 => Action::Group(ports),
+            ("drop", 0) => Action::Drop,
+            ("controller", 0) if self.sdn.as_ref().is_some_and(|s| s.app.is_some()) => Action::ToController,
+            ("controller", 0) => return Err("action 'controller' needs a [controller]".into()),
+            ("output" | "group" | "drop" | "controller", _) => return Err(format!("action '{}' with {} links", r.action, ports.len())),
+            (other, _) => return Err(format!("unknown action '{other}'")),
+        };
+        Ok(Rule {
+            priority: r.priority,
+            matches,
+            action,
+            idle_timeout: r.idle_timeout_ps.map(SimDuration),
+            hard_timeout: r.hard_timeout_ps.map(SimDuration),
+        })
     }
 }

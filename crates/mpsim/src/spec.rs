@@ -36,6 +36,50 @@ pub struct Spec {
     pub reroute: bool,
     #[serde(default = "default_reroute_delay")]
     pub reroute_delay_ps: u64,
+    /// Static flow-table rules at switches (`[[rule]]`, docs/sdn.md).
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+}
+
+/// One `[[rule]]`: a match, an action and a priority at one switch.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub switch: String,
+    pub priority: u16,
+    /// The link the packet arrived over.
+    #[serde(default)]
+    pub in_link: Option<String>,
+    /// Interfaces as `host:link`.
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    #[serde(default)]
+    pub sport: Option<u16>,
+    #[serde(default)]
+    pub dport: Option<u16>,
+    /// IP protocol number (6 TCP, 17 UDP).
+    #[serde(default)]
+    pub proto: Option<u8>,
+    /// (mask, value) over the TCP flag bits.
+    #[serde(default)]
+    pub tcp_flags: Option<(u8, u8)>,
+    /// `mp_capable` or `mp_join`.
+    #[serde(default)]
+    pub mptcp: Option<String>,
+    /// The MP_JOIN token (with `mptcp = "mp_join"`).
+    #[serde(default)]
+    pub token: Option<u32>,
+    /// `output`, `group`, `drop` or `controller`.
+    pub action: String,
+    /// Links the packet leaves over (output: one; group: several).
+    #[serde(default)]
+    pub links: Vec<String>,
+    #[serde(default)]
+    pub idle_timeout_ps: Option<u64>,
+    #[serde(default)]
+    pub hard_timeout_ps: Option<u64>,
 }
 
 /// The SdnController (docs/sdn.md).

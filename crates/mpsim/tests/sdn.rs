@@ -153,3 +153,54 @@ fn a_subflow_whose_rules_expired_keeps_its_path() {
         assert_eq!(middles, 2, "one path per 5-tuple: {e}");
     }
 }
+
+fn rule(switch: &str, priority: u16, matches: Value, action: &str, links: &[&str]) -> Value {
+    let mut r = json!({"switch": switch, "priority": priority, "action": action, "links": links});
+    for (k, v) in matches.as_object().expect("an object") {
+        r[k] = v.clone();
+    }
+    r
+}
+
+#[test]
+fn static_rules_move_a_flow_off_the_shortest_path_without_a_controller() {
+    let mut spec = testbed(None, Some(500_000), 1);
+    spec["rules"] = json!([
+        rule("s1", 10, json!({"dst": "server:s", "proto": 6}), "output", &["p3a"]),
+        rule("s5", 10, json!({"dst": "client:c"}), "output", &["p3b"]),
+    ]);
+    let (_, s) = run(&spec).expect("spec builds");
+    completion_s(&s);
+    assert_eq!(path_bytes(&s, "p1"), 0);
+    assert!(path_bytes(&s, "p3") > 500_000);
+    assert!(s.get("controller").is_none(), "no controller ran");
+}
+
+#[test]
+fn the_higher_priority_static_rule_wins_and_a_miss_follows_the_static_tables() {
+    let mut spec = testbed(None, Some(500_000), 1);
+    spec["rules"] = json!([
+        rule("s1", 10, json!({"proto": 6, "dst": "server:s"}), "output", &["p3a"]),
+        rule("s1", 20, json!({"dport": 49152, "in_link": "c"}), "output", &["p2a"]),
+    ]);
+    let (_, s) = run(&spec).expect("spec builds");
+    completion_s(&s);
+    // Client to server over P2 (the rule of priority 20); the ACKs' way back
+    // has no table at s5 and no rule at s1: the static tables, P1.
+    let one_way = |l: &str, d: &str| s["links"][l][d]["bytes"].as_u64().expect("bytes");
+    assert!(one_way("p2a", "a_to_b") > 0 && one_way("p3a", "a_to_b") == 0);
+    assert!(one_way("p1b", "b_to_a") > 500_000);
+}
+
+#[test]
+fn a_drop_rule_stops_a_flow_and_a_bad_rule_is_refused_with_its_index() {
+    let mut spec = testbed(None, Some(500_000), 1);
+    spec["rules"] = json!([rule("s1", 1, json!({"src": "client:c"}), "drop", &[])]);
+    let (_, s) = run(&spec).expect("spec builds");
+    assert!(s["flows"]["f"]["completion_time_s"].is_null());
+    spec["rules"] = json!([rule("s1", 1, json!({}), "drop", &[]), rule("s1", 1, json!({}), "output", &["p1b"])]);
+    let err = run(&spec).err().expect("refused").to_string();
+    assert!(err.contains("rule[1]") && err.contains("p1b"), "{err}");
+    spec["rules"] = json!([rule("s1", 1, json!({}), "controller", &[])]);
+    assert!(run(&spec).err().expect("refused").to_string().contains("needs a [controller]"));
+}

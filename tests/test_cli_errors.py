@@ -180,10 +180,6 @@ NOT_YET = {
         lambda t: t.replace('name = "cubic"\ntransport = "tcp"', 'name = "cubic"\ntransport = "cmt"').replace('cc = "cubic"', 'cc = "reno"'),
         'transport = "cmt"', "flow[1].transport", "transport 'cmt' (SCTP-style concurrent multipath) is not available",
     ),
-    "controller": (
-        lambda t: t + '\n[controller]\napp = "python:mymod:MyApp"\n',
-        'app = "python:mymod:MyApp"', "controller.app", "SDN controller apps in Python are not available in this version",
-    ),
 }  # fmt: skip
 
 

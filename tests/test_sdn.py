@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import mpsim
 import pytest
-from conftest import SCENARIOS, write
+from conftest import ROOT, SCENARIOS, write
 from mpsim import Network, ScenarioError, load_scenario
 
 THREE_PATHS = SCENARIOS / "sdn-three-paths.toml"
@@ -32,7 +32,7 @@ def test_the_engine_spec_carries_the_controller_and_its_extension_keys():
     [
         ('latency = "1ms"', 'latency = "1ms"\nbuffer = -1', "controller.buffer", "must be at least 0"),
         ('latency = "1ms"', 'latency = "1ms"\nidle_timeout = "soon"', "controller.idle_timeout", "soon"),
-        ('app = "mpsshetn"', 'app = "python:mymod:MyApp"', "controller.app", "Python are not available"),
+        ('app = "mpsshetn"', 'app = "python:no_such_module:MyApp"', "controller.app", "cannot load"),
     ],
 )
 def test_bad_controller_keys_name_file_line_and_key(tmp_path, old, new, key, words):
@@ -135,3 +135,25 @@ def test_bad_rules_name_file_line_and_key(tmp_path, old, new, key, words):
     line = next(i for i, t in enumerate(text.splitlines(), 1) if new in t)
     assert str(err.value).startswith(f"{path}:{line}: {key}: "), str(err.value)
     assert words in str(err.value)
+
+
+def test_the_python_app_example_refuses_the_slow_path_as_mpsshetn_does():
+    pytest.importorskip("mpsim._core")
+    s = mpsim.run(ROOT / "examples" / "sdn-python-app.toml").summary
+    assert s["flows"]["download"]["completion_time_s"] is not None
+    assert both_ways(s, "p2a") == 0 and both_ways(s, "p3a") > 100_000
+    reasons = [d["reason"] for d in s["controller"]["decisions"]]
+    assert reasons == ["python app", "python app", "python app refused"]
+
+
+def test_a_python_app_answer_that_is_not_a_path_names_the_switch(tmp_path):
+    pytest.importorskip("mpsim._core")
+    (tmp_path / "bad_app.py").write_text(
+        "class Bad:\n    def __init__(self, scenario):\n        pass\n"
+        "    def on_packet_in(self, event):\n        return ['p1a']\n"
+    )
+    text = THREE_PATHS.read_text().replace('app = "mpsshetn"', 'app = "python:bad_app:Bad"')
+    text = text[: text.index("thresholds = [")] + text[text.index("[record]") :]
+    path = write(tmp_path, "bad.toml", text)
+    with pytest.raises(ValueError, match="SDN app: packet-in at s1"):
+        mpsim.run(path)

@@ -220,14 +220,12 @@ def random_sources(scenario: Scenario) -> list[str]:
 
 def not_runnable(scenario: Scenario) -> list[Problem]:
     """Parts of a valid scenario this version cannot simulate yet: flows
-    with transport "cmt" and SDN controller apps written in Python."""
+    with transport "cmt"."""
     problems: list[Problem] = [
         (("flow", i, "transport"), "transport 'cmt' (SCTP-style concurrent multipath) is not available in this version")
         for i, flow in enumerate(scenario.flows)
         if flow.transport == "cmt"
     ]
-    if scenario.controller is not None and scenario.controller.app.startswith("python:"):
-        problems.append((("controller", "app"), "SDN controller apps in Python are not available in this version"))
     return problems
 
 

@@ -674,6 +674,10 @@ class Scenario(_Model):
         if problems:
             raise _first_error(self._source, problems, self._applied)
 
+    def error_at(self, loc: Loc, message: str) -> ScenarioError:
+        """A ScenarioError naming the file, line and key of `loc`."""
+        return self._source.error(loc, message, self._applied)
+
     def notes(self) -> list[str]:
         """Remarks on a valid scenario, one line each as `FILE:LINE: KEY: note: ...`."""
         from .checks import notes

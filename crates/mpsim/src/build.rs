@@ -219,6 +219,7 @@ impl Simulation {
             routes,
             forwarding,
             sdn,
+            pause: false,
             endpoints: Vec::new(),
             free_endpoints: Vec::new(),
             endpoints_created: 0,

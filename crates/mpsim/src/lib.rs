@@ -22,6 +22,7 @@ pub use report::{Table, Traces};
 pub mod report_column {
     pub use crate::report::Column;
 }
+pub use sdn::SdnPacketIn;
 pub use sim::{BuildError, Simulation};
 pub use spec::Spec;
 

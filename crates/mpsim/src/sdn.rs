@@ -15,7 +15,7 @@ use mpsim_core::{NodeId, Packet, PacketId, Proto, SimDuration, SimTime, TcpFlags
 use mpsim_net::routing::{hash_rows, DirId};
 use mpsim_net::sdn::FlowTable;
 use mpsim_net::sdn::{
-    Action, AppKind, BuiltinController, Match, MptcpMatch, NetGraph, Opening, PacketFields, PacketIn, Rule, SdnController,
+    Action, AppKind, BuiltinController, Decision, Match, MptcpMatch, NetGraph, Opening, PacketFields, PacketIn, Rule, SdnController,
     Threshold, Verdict, DEFAULT_THRESHOLDS,
 };
 use mpsim_net::{iface_of_addr, FlowKey, NodeKind};
@@ -35,6 +35,55 @@ const APP_PRIORITY: u16 = 0x8000;
 struct Buffer {
     slots: Vec<Option<(PacketId, u32)>>,
     free: Vec<u32>,
+}
+
+/// The SdnController application: built in, or a Python object the
+/// binding calls between slices of the run.
+enum App {
+    Builtin(BuiltinController),
+    External {
+        /// Packet-ins not yet handed to the binding.
+        pending: Vec<SdnPacketIn>,
+        /// Packet-ins handed over and not yet answered, by id.
+        waiting: BTreeMap<u64, Waiting>,
+        next_id: u64,
+    },
+}
+
+/// What an unanswered packet-in needs when its answer comes.
+struct Waiting {
+    node: NodeId,
+    buffer: u32,
+    key: FlowKey,
+    connection: Option<(u32, u32)>,
+    opening: Opening,
+}
+
+/// A packet-in as an SdnController app written in Python sees it.
+#[derive(Clone, Debug)]
+pub struct SdnPacketIn {
+    /// Answer with this id.
+    pub id: u64,
+    pub time_s: f64,
+    pub switch: String,
+    /// The link the packet arrived over.
+    pub in_link: String,
+    /// Interfaces as `host:link`.
+    pub src: String,
+    pub dst: String,
+    pub sport: u16,
+    pub dport: u16,
+    /// `tcp` or `udp`.
+    pub proto: &'static str,
+    /// `first` or `mp_join`.
+    pub opening: &'static str,
+    /// The MP_JOIN SYN's token.
+    pub token: Option<u32>,
+    /// The flow and connection number the packet belongs to, if known.
+    pub flow: Option<String>,
+    pub connection: Option<u32>,
+    /// The flow's application size (docs/sdn.md), bytes.
+    pub size_bytes: Option<u64>,
 }
 
 /// Rules on their way to one switch, and the buffered packet they release.
@@ -66,7 +115,7 @@ struct DecisionRow {
 pub(crate) struct Sdn {
     /// None: no `[controller]`, only `[[rule]]` tables (a miss follows the
     /// static tables).
-    app: Option<(String, BuiltinController)>,
+    app: Option<(String, App)>,
     latency: SimDuration,
     idle_timeout: Option<SimDuration>,
     /// Per node: Some for switches.
@@ -88,6 +137,13 @@ pub(crate) struct Sdn {
     decided: BTreeMap<(u128, u8), Remembered>,
 }
 
+fn app(c: &ControllerSpec) -> Result<App, BuildError> {
+    if c.app.starts_with("python:") {
+        return Ok(App::External { pending: Vec::new(), waiting: BTreeMap::new(), next_id: 0 });
+    }
+    Ok(App::Builtin(BuiltinController::new(app_kind(c)?)))
+}
+
 fn app_kind(c: &ControllerSpec) -> Result<AppKind, BuildError> {
     Ok(match c.app.as_str() {
         "shortest" => AppKind::Shortest,
@@ -99,11 +155,6 @@ fn app_kind(c: &ControllerSpec) -> Result<AppKind, BuildError> {
                 Some(rows) => rows.iter().map(|r| Threshold { below_bytes: r.below_bytes, gap_frac: r.gap }).collect(),
             },
         },
-        a if a.starts_with("python:") => {
-            return Err(BuildError::Unsupported(format!(
-                "controller: app '{a}': SDN controller apps in Python are not available in this version"
-            )))
-        }
         a => return Err(BuildError::Invalid(format!("controller: unknown app '{a}'"))),
     })
 }
@@ -116,7 +167,7 @@ impl Sdn {
             return Ok(None);
         }
         let app = match &spec.controller {
-            Some(c) => Some((c.app.clone(), BuiltinController::new(app_kind(c)?))),
+            Some(c) => Some((c.app.clone(), app(c)?)),
             None => None,
         };
         let c = spec.controller.as_ref();
@@ -313,8 +364,21 @@ impl Simulation {
         let opening = if join { Opening::Join } else { Opening::First };
         let request = PacketIn { key, first_dir, last_dir, opening, connection, app_size_bytes, hash: &hash };
         let sdn = self.sdn.as_mut().expect("a packet-in runs with a controller");
-        let Some((_, app)) = sdn.app.as_mut() else { return };
-        let d = app.on_packet_in(&g, &request);
+        let d = match sdn.app.as_mut() {
+            Some((_, App::Builtin(app))) => app.on_packet_in(&g, &request),
+            Some((_, App::External { .. })) => {
+                let w = Waiting { node, buffer, key, connection, opening };
+                return self.ask_external(w, held.1, &p, app_size_bytes);
+            }
+            None => return,
+        };
+        self.apply_decision(Waiting { node, buffer, key, connection, opening }, d);
+    }
+
+    /// Traces, remembers and carries out a decision.
+    fn apply_decision(&mut self, w: Waiting, d: Decision) {
+        let Waiting { node, buffer, key, connection, opening } = w;
+        let sdn = self.sdn.as_mut().expect("a decision runs with a controller");
         if let Some(rows) = sdn.rows.as_mut() {
             let (path, path_index, gap_frac, reason) = (d.path.clone(), d.path_index, d.gap_frac, d.reason);
             rows.push(DecisionRow { at: self.now, switch: node, key, opening, path, path_index, gap_frac, reason });
@@ -550,5 +614,104 @@ impl Simulation {
             idle_timeout: r.idle_timeout_ps.map(SimDuration),
             hard_timeout: r.hard_timeout_ps.map(SimDuration),
         })
+    }
+}
+
+impl Simulation {
+    /// Hands a packet-in to the app written in Python: queued for the
+    /// binding, and the run pauses after this event so it is answered at
+    /// the time it reached the controller.
+    fn ask_external(&mut self, w: Waiting, in_dir: u32, p: &Packet, size_bytes: Option<u64>) {
+        let iface = |a| match iface_of_addr(a) {
+            Some((l, side)) => format!("{}:{}", self.nodes[self.topo.end(l, side).index()].name, self.links[l.index()].name),
+            None => a.to_string(),
+        };
+        let token = match p.ext.mptcp().map(|m| m.option) {
+            Some(MpOption::JoinSyn { token, .. }) => Some(token),
+            _ => None,
+        };
+        let mut event = SdnPacketIn {
+            id: 0,
+            time_s: self.now.as_secs_f64(),
+            switch: self.nodes[w.node.index()].name.clone(),
+            in_link: self.links[(in_dir / 2) as usize].name.clone(),
+            src: iface(p.src),
+            dst: iface(p.dst),
+            sport: p.sport,
+            dport: p.dport,
+            proto: if p.proto == Proto::Tcp { "tcp" } else { "udp" },
+            opening: if w.opening == Opening::Join { "mp_join" } else { "first" },
+            token,
+            flow: w.connection.map(|(f, _)| self.flows[f as usize].spec.name.clone()),
+            connection: w.connection.map(|(_, c)| c),
+            size_bytes,
+        };
+        let Some((_, App::External { pending, waiting, next_id })) = self.sdn.as_mut().and_then(|s| s.app.as_mut()) else {
+            return;
+        };
+        event.id = *next_id;
+        *next_id += 1;
+        waiting.insert(event.id, w);
+        pending.push(event);
+        self.pause = true;
+    }
+
+    /// The packet-ins waiting for the app written in Python, oldest first;
+    /// the run goes on once they are answered ([`Simulation::sdn_answer`]).
+    pub fn sdn_packet_ins(&mut self) -> Vec<SdnPacketIn> {
+        self.pause = false;
+        match self.sdn.as_mut().and_then(|s| s.app.as_mut()) {
+            Some((_, App::External { pending, .. })) => std::mem::take(pending),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The app's answer to packet-in `id`: the path as link names from the
+    /// source host to the destination host, or None to refuse it.
+    pub fn sdn_answer(&mut self, id: u64, links: Option<&[String]>) -> Result<(), String> {
+        let Some((_, App::External { waiting, .. })) = self.sdn.as_mut().and_then(|s| s.app.as_mut()) else {
+            return Err("no SdnController app in Python runs".into());
+        };
+        let w = waiting.remove(&id).ok_or(format!("no packet-in {id} waits for an answer"))?;
+        let path = match links {
+            None => None,
+            Some(names) => match self.path_of_names(&w.key, names) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    // Unanswered, the packet would wait for ever: refuse it.
+                    self.apply_decision(w, Decision { path: None, path_index: None, gap_frac: None, reason: "bad path" });
+                    return Err(e);
+                }
+            },
+        };
+        let reason = if path.is_some() { "python app" } else { "python app refused" };
+        self.apply_decision(w, Decision { path, path_index: None, gap_frac: None, reason });
+        Ok(())
+    }
+
+    /// Link names as the directions a packet of `key` takes from its
+    /// source host to its destination host.
+    fn path_of_names(&self, key: &FlowKey, names: &[String]) -> Result<Vec<DirId>, String> {
+        let ends = |a| iface_of_addr(a).filter(|(l, _)| l.index() < self.links.len());
+        let (Some((sl, ss)), Some((dl, ds))) = (ends(key.src), ends(key.dst)) else {
+            return Err("the packet's addresses are not host interfaces".into());
+        };
+        let mut at = self.topo.end(sl, ss);
+        let mut dirs = Vec::new();
+        for name in names {
+            let l = self.links.iter().position(|l| l.name == *name).ok_or(format!("unknown link '{name}'"))?;
+            let (a, b) = (self.links[l].a, self.links[l].b);
+            let (d, next) = match (a == at, b == at) {
+                (true, _) => (2 * l as u32, b),
+                (_, true) => (2 * l as u32 + 1, a),
+                _ => return Err(format!("link '{name}' does not continue the path")),
+            };
+            dirs.push(d);
+            at = next;
+        }
+        if dirs.first() != Some(&(2 * sl.0 + ss)) || dirs.last() != Some(&((2 * dl.0 + ds) ^ 1)) {
+            return Err("the path must run from the source interface's link to the destination's".into());
+        }
+        Ok(dirs)
     }
 }

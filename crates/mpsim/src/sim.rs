@@ -111,6 +111,8 @@ pub struct Simulation {
     pub(crate) forwarding: crate::forwarding::Forwarding,
     /// Flow tables and the SdnController; None without `[controller]`.
     pub(crate) sdn: Option<Box<crate::sdn::Sdn>>,
+    /// `advance` returns after the current event (a packet-in for an app in Python).
+    pub(crate) pause: bool,
     /// Endpoint slots; a released endpoint's slot is reused.
     pub(crate) endpoints: Vec<Endpoint>,
     /// Released slots, the last released on top.
@@ -235,6 +237,11 @@ impl Simulation {
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
+            if self.pause {
+                // A packet-in waits for an app written in Python.
+                reached = false;
+                break;
+            }
         }
         if reached {
             self.now = self.now.max(limit);

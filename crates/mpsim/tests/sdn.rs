@@ -135,9 +135,33 @@ fn without_a_controller_switches_keep_the_static_tables() {
 }
 
 #[test]
-fn a_python_app_is_refused_with_its_name() {
-    let err = run(&testbed(Some("python:mymod:MyApp"), None, 1)).err().expect("refused");
-    assert!(err.to_string().contains("python:mymod:MyApp"), "{err}");
+fn an_app_outside_the_engine_answers_packet_ins_between_slices() {
+    let spec = testbed(Some("python:mymod:MyApp"), Some(500_000), 1);
+    let mut sim = mpsim::Simulation::from_json(&spec.to_string()).expect("spec builds");
+    let mut asked = Vec::new();
+    while !sim.run_until(mpsim::SimTime(u64::MAX)) {
+        for e in sim.sdn_packet_ins() {
+            asked.push((e.switch.clone(), e.in_link.clone(), e.src.clone(), e.opening));
+            let path: Vec<String> = ["c", "p3a", "p3b", "s"].iter().map(|l| l.to_string()).collect();
+            sim.sdn_answer(e.id, Some(&path)).expect("a path from client to server");
+        }
+    }
+    assert_eq!(asked, vec![("s1".to_string(), "c".to_string(), "client:c".to_string(), "first")]);
+    let s = sim.summary();
+    completion_s(&s);
+    assert_eq!(path_bytes(&s, "p1"), 0);
+    assert!(path_bytes(&s, "p3") > 500_000);
+}
+
+#[test]
+fn an_answer_that_is_not_a_path_is_an_error_and_the_packet_is_refused() {
+    let spec = testbed(Some("python:mymod:MyApp"), Some(500_000), 1);
+    let mut sim = mpsim::Simulation::from_json(&spec.to_string()).expect("spec builds");
+    sim.run_until(mpsim::SimTime(u64::MAX));
+    let e = sim.sdn_packet_ins().pop().expect("the SYN asks");
+    let err = sim.sdn_answer(e.id, Some(&["p1a".to_string()])).expect_err("not from the client");
+    assert!(err.contains("does not continue the path"), "{err}");
+    assert!(sim.sdn_answer(e.id, None).is_err(), "answered already");
 }
 
 #[test]

@@ -157,3 +157,14 @@ def test_a_python_app_answer_that_is_not_a_path_names_the_switch(tmp_path):
     path = write(tmp_path, "bad.toml", text)
     with pytest.raises(ValueError, match="SDN app: packet-in at s1"):
         mpsim.run(path)
+
+
+def test_the_kernel_backend_refuses_rules_with_their_key(tmp_path):
+    from mpsim.kernel.backend import check_kernel_runnable
+
+    text = without_controller(THREE_PATHS.read_text()) + RULES
+    text = text.replace('transport = "mptcp"', 'transport = "tcp"').replace('cc = "lia"', 'cc = "cubic"')
+    text = text.replace('path_manager = "ndiffports"\nsubflows = 3\n', "")
+    sc = load_scenario(write(tmp_path, "rules.toml", text))
+    with pytest.raises(ScenarioError, match=r"rule\[0\]: kernel backend: flow-table rules have no kernel counterpart"):
+        check_kernel_runnable(sc)

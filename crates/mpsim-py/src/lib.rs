@@ -45,9 +45,7 @@ struct Simulation {
 impl Simulation {
     #[new]
     fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
-        mpsim::Simulation::from_json(spec_json)
-            .map(|inner| Simulation { inner, sdn_app: None })
-            .map_err(|e| engine_error(py, &e))
+        mpsim::Simulation::from_json(spec_json).map(|inner| Simulation { inner, sdn_app: None }).map_err(|e| engine_error(py, &e))
     }
 
     /// Runs up to `t_ps` picoseconds with the GIL released, in slices with

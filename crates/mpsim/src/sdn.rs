@@ -15,8 +15,8 @@ use mpsim_core::{NodeId, Packet, PacketId, Proto, SimDuration, SimTime, TcpFlags
 use mpsim_net::routing::{hash_rows, DirId};
 use mpsim_net::sdn::FlowTable;
 use mpsim_net::sdn::{
-    Action, AppKind, BuiltinController, Decision, Match, MptcpMatch, NetGraph, Opening, PacketFields, PacketIn, Rule, SdnController,
-    Threshold, Verdict, DEFAULT_THRESHOLDS,
+    Action, AppKind, BuiltinController, Decision, Match, MptcpMatch, NetGraph, Opening, PacketFields, PacketIn, Rule,
+    SdnController, Threshold, Verdict, DEFAULT_THRESHOLDS,
 };
 use mpsim_net::{iface_of_addr, FlowKey, NodeKind};
 use serde_json::{json, Value};
@@ -172,12 +172,10 @@ impl Sdn {
         };
         let c = spec.controller.as_ref();
         let buffer_pkts = c.and_then(|c| c.buffer_pkts).unwrap_or(DEFAULT_BUFFER_PKTS);
-        let has_table = |n: usize| {
-            kinds[n] == NodeKind::Switch && (app.is_some() || spec.rules.iter().any(|r| r.switch == names[n]))
-        };
-        let tables = (0..kinds.len())
-            .map(|n| has_table(n).then(|| FlowTable::new(hash_rows(spec.seed, NodeId(n as u32)))))
-            .collect();
+        let has_table =
+            |n: usize| kinds[n] == NodeKind::Switch && (app.is_some() || spec.rules.iter().any(|r| r.switch == names[n]));
+        let tables =
+            (0..kinds.len()).map(|n| has_table(n).then(|| FlowTable::new(hash_rows(spec.seed, NodeId(n as u32))))).collect();
         let buffers = kinds.iter().map(|_| Buffer { slots: Vec::new(), free: Vec::new() }).collect();
         Ok(Some(Box::new(Sdn {
             app,
@@ -604,7 +602,9 @@ impl Simulation {
             ("drop", 0) => Action::Drop,
             ("controller", 0) if self.sdn.as_ref().is_some_and(|s| s.app.is_some()) => Action::ToController,
             ("controller", 0) => return Err("action 'controller' needs a [controller]".into()),
-            ("output" | "group" | "drop" | "controller", _) => return Err(format!("action '{}' with {} links", r.action, ports.len())),
+            ("output" | "group" | "drop" | "controller", _) => {
+                return Err(format!("action '{}' with {} links", r.action, ports.len()))
+            }
             (other, _) => return Err(format!("unknown action '{other}'")),
         };
         Ok(Rule {

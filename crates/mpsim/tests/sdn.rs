@@ -228,3 +228,15 @@ fn a_drop_rule_stops_a_flow_and_a_bad_rule_is_refused_with_its_index() {
     spec["rules"] = json!([rule("s1", 1, json!({}), "controller", &[])]);
     assert!(run(&spec).err().expect("refused").to_string().contains("needs a [controller]"));
 }
+
+#[test]
+fn the_same_seed_gives_the_same_decisions_and_bytes() {
+    let spec = testbed(Some("mpsshetn"), Some(2_000_000), 3);
+    let strip = |mut s: Value| {
+        s["wall_time_s"] = json!(0);
+        s.to_string()
+    };
+    let a = strip(run(&spec).expect("spec builds").1);
+    let b = strip(run(&spec).expect("spec builds").1);
+    assert_eq!(a, b);
+}

@@ -52,6 +52,8 @@ def problems(scenario: Scenario) -> list[Problem]:
     found += _shared_path_managers(scenario)
     if scenario.controller is not None:
         found.append((("controller", "app"), "SDN controllers have no kernel counterpart; run it in the simulator"))
+    for i, _rule in enumerate(getattr(scenario, "rules", [])):
+        found.append((("rule", i), "flow-table rules have no kernel counterpart; run it in the simulator"))
     if scenario.record.pcap:
         found.append((("record", "pcap"), "capture is not implemented by the kernel backend yet"))
     return found

@@ -344,4 +344,35 @@ mod tests {
         let d = place(AppKind::Ecmp, None, 1);
         assert_eq!(d[0].path, d[1].path, "same 5-tuple, same path");
     }
+
+    #[test]
+    fn ecmp_spreads_a_thousand_flows_over_four_equal_paths_within_ten_percent() {
+        use NodeKind::*;
+        let mut links = vec![(NodeId(0), NodeId(1))];
+        for sw in 2..6 {
+            links.push((NodeId(1), NodeId(sw)));
+            links.push((NodeId(sw), NodeId(6)));
+        }
+        links.push((NodeId(6), NodeId(7)));
+        let topo = Topology { kinds: vec![Host, Switch, Switch, Switch, Switch, Switch, Switch, Host], links };
+        let (bps, up) = (vec![10; 10], vec![true; 20]);
+        let g = NetGraph { topo: &topo, link_bps: &bps, dir_up: &up };
+        let hash = hash_rows(7, NodeId(1));
+        let mut c = BuiltinController::new(AppKind::Ecmp);
+        let mut counts = [0u32; 4];
+        for sport in 0..1000u16 {
+            let key = FlowKey { src: Addr(0x0a00_0001), dst: Addr(0x0a00_0902), sport: 32768 + sport, dport: 80, proto: 6 };
+            let p = PacketIn {
+                key,
+                first_dir: 0,
+                last_dir: 18,
+                opening: Opening::First,
+                connection: None,
+                app_size_bytes: None,
+                hash: &hash,
+            };
+            counts[c.on_packet_in(&g, &p).path_index.expect("a path")] += 1;
+        }
+        assert!(counts.iter().all(|&n| (225..=275).contains(&n)), "{counts:?}");
+    }
 }

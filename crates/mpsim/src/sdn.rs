@@ -28,6 +28,8 @@ pub const DEFAULT_BUFFER_PKTS: u32 = 256;
 /// Rules the apps install expire after this long unused: POX's
 /// `forwarding.l2_multi` FLOW_IDLE_TIMEOUT.
 pub const DEFAULT_IDLE_TIMEOUT: SimDuration = SimDuration::from_secs(10);
+/// How often a switch clears the expired rules no packet looked up.
+const SWEEP_PERIOD: SimDuration = SimDuration::from_secs(1);
 /// Priority of the rules the apps install (OpenFlow's default, 0x8000).
 const APP_PRIORITY: u16 = 0x8000;
 
@@ -281,7 +283,7 @@ impl Simulation {
             }
         }
         let f = fields(self.pool.get(pid));
-        let (now, sdn) = (self.now, self.sdn.as_mut().expect("sdn_forward runs with a controller"));
+        let (now, sdn) = (self.now, self.sdn.as_mut().expect("sdn_forward runs with flow tables"));
         let verdict = match sdn.tables[node.index()].as_mut() {
             Some(t) => t.lookup(now, in_dir, &f),
             None => Verdict::Drop,
@@ -311,7 +313,7 @@ impl Simulation {
         let now = self.now;
         let sdn = self.sdn.as_mut().expect("packet_in runs with a controller");
         if let Some(t) = sdn.tables[node.index()].as_mut() {
-            t.expire(now);
+            t.expire_every(now, SWEEP_PERIOD);
         }
         match sdn.hold(node, pid, in_dir) {
             Some(buffer) => {

@@ -166,6 +166,8 @@ pub struct FlowTable {
     next_seq: u64,
     /// The switch's ECMP hash, for group actions.
     hash: HashRows,
+    /// When the last sweep ran.
+    swept: SimTime,
 }
 
 fn tuple_key(k: &FlowKey) -> (u128, u8) {
@@ -174,7 +176,7 @@ fn tuple_key(k: &FlowKey) -> (u128, u8) {
 
 impl FlowTable {
     pub fn new(hash: HashRows) -> FlowTable {
-        FlowTable { exact: BTreeMap::new(), wildcard: Vec::new(), next_seq: 0, hash }
+        FlowTable { exact: BTreeMap::new(), wildcard: Vec::new(), next_seq: 0, hash, swept: SimTime::ZERO }
     }
 
     pub fn len(&self) -> usize {
@@ -246,6 +248,16 @@ impl FlowTable {
     pub fn expire(&mut self, now: SimTime) {
         self.exact.retain(|_, e| !e.expired(now));
         self.wildcard.retain(|e| !e.expired(now));
+        self.swept = now;
+    }
+
+    /// Sweeps if the last sweep is at least `period` old: a lookup removes
+    /// the expired rules it meets, the sweep the ones nobody looks up, and
+    /// sweeping on every miss would cost the whole table each time.
+    pub fn expire_every(&mut self, now: SimTime, period: SimDuration) {
+        if now.saturating_since(self.swept) >= period {
+            self.expire(now);
+        }
     }
 
     /// The rules in the order a lookup considers them at equal priority:
@@ -348,7 +360,9 @@ mod tests {
         t.install(SimTime::ZERO, Rule { matches: Match::exact(&key(5)), ..r });
         t.expire(SimTime(9));
         assert_eq!(t.len(), 2);
-        t.expire(SimTime(10));
+        t.expire_every(SimTime(10), SimDuration(5));
+        assert_eq!(t.len(), 2, "swept at 9: not due before 14");
+        t.expire_every(SimTime(14), SimDuration(5));
         assert!(t.is_empty());
     }
 

@@ -22,11 +22,13 @@ use mpsim_net::{iface_of_addr, FlowKey, NodeKind};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// Packets a switch holds while their packet-ins are answered: Open
-/// vSwitch's `OFPBUF_SIZE`-era default of 256 buffers per datapath.
+/// Packets a switch holds while their packet-ins are answered: the 256
+/// packet buffers Open vSwitch kept per bridge while it still buffered
+/// (ofproto/pktbuf.c, PKTBUF_CNT).
 pub const DEFAULT_BUFFER_PKTS: u32 = 256;
 /// Rules the apps install expire after this long unused: POX's
-/// `forwarding.l2_multi` FLOW_IDLE_TIMEOUT.
+/// `forwarding.l2_multi` FLOW_IDLE_TIMEOUT (its 30 s hard timeout is not
+/// copied: a subflow would ask the controller again every 30 s).
 pub const DEFAULT_IDLE_TIMEOUT: SimDuration = SimDuration::from_secs(10);
 /// How often a switch clears the expired rules no packet looked up.
 const SWEEP_PERIOD: SimDuration = SimDuration::from_secs(1);

@@ -181,10 +181,6 @@ NOT_YET = {
         .replace('cc = "cubic"', 'cc = "reno"').replace('server = "snd2"\napp = "download"', 'server = "snd2"\napp = "video"'),
         'app = "video"', "flow[1].app", "app 'video' over transport 'cmt' is not available",
     ),
-    "controller": (
-        lambda t: t + '\n[controller]\napp = "mpsshetn"\n',
-        "[controller]", "controller", "SDN controllers are not available in this version",
-    ),
 }  # fmt: skip
 
 

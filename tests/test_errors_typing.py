@@ -40,10 +40,12 @@ def test_the_binding_raises_a_build_error_for_an_unknown_node():
         core.Simulation(json.dumps(spec))
 
 
-def test_the_binding_raises_unsupported_for_a_controller():
+def test_the_binding_raises_unsupported_for_a_cmt_flow():
     core = pytest.importorskip("mpsim._core")
+    spec = engine_spec()
+    spec["flows"][0]["transport"] = "cmt"
     with pytest.raises(errors.UnsupportedError):
-        core.Simulation(json.dumps(engine_spec(controller={"app": "ecmp"})))
+        core.Simulation(json.dumps(spec))
 
 
 def test_the_binding_raises_no_route_for_unreachable_hosts():
@@ -60,7 +62,7 @@ def test_mpsim_run_keeps_the_class_and_names_the_file(monkeypatch):
 
     def refuse(spec_json):
         spec = json.loads(spec_json)
-        spec["controller"] = {"app": "ecmp"}
+        spec["flows"][0]["transport"] = "cmt"
         return real(json.dumps(spec))
 
     monkeypatch.setattr(core, "Simulation", refuse)

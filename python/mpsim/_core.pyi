@@ -16,7 +16,13 @@ class Simulation:
     def __init__(self, spec_json: str) -> None: ...
     def run_until(self, t_ps: int) -> bool:
         """Runs up to `t_ps` picoseconds (GIL released, signals checked
-        between slices); True when the run is over."""
+        between slices); True when the run is over. Packet-ins for an SDN
+        app in Python are answered between slices, with the GIL held."""
+    def set_sdn_app(self, app: object) -> None:
+        """The object whose `on_packet_in(event: dict) -> list[str] | None`
+        answers packet-ins (`[controller] app = "python:module:Class"`):
+        the path as link names from the source host to the destination
+        host, or None to refuse; docs/sdn.md."""
     @property
     def now_ps(self) -> int: ...
     @property

@@ -29,6 +29,7 @@ from .scenario import (
     LINUX_COUPLED_CC,
     Flow,
     Link,
+    Rule,
     Scenario,
 )
 
@@ -225,7 +226,7 @@ CMT_APPS = ("download", "upload")
 
 def not_runnable(scenario: Scenario) -> list[Problem]:
     """Parts of a valid scenario this version cannot simulate yet: cmt
-    flows with apps other than download and upload, and SDN controllers."""
+    flows with apps other than download and upload."""
     problems: list[Problem] = [
         (
             ("flow", i, "app"),
@@ -234,8 +235,6 @@ def not_runnable(scenario: Scenario) -> list[Problem]:
         for i, flow in enumerate(scenario.flows)
         if flow.transport == "cmt" and flow.app not in CMT_APPS
     ]
-    if scenario.controller is not None:
-        problems.append((("controller",), "SDN controllers are not available in this version"))
     return problems
 
 
@@ -288,6 +287,8 @@ class _Checker:
             self._check_flow(i, flow)
         self._check_record()
         self._check_controller()
+        for i, rule in enumerate(self.sc.rules):
+            self._check_rule(i, rule)
 
     def _unique(self, table: str, names: list[str | None]) -> None:
         first: dict[str, int] = {}
@@ -655,6 +656,33 @@ class _Checker:
             elif link not in self.links_of.get(node, []):
                 self.add(loc, f"node '{node}' has no link '{link}'")
 
+    def _check_rule(self, i: int, rule: Rule) -> None:
+        node = self.nodes.get(rule.switch)
+        if node is None:
+            self.add(("rule", i, "switch"), f"unknown node '{rule.switch}'")
+            return
+        if node.kind != "switch":
+            self.add(("rule", i, "switch"), f"'{rule.switch}' is a {node.kind}: rules go to switches")
+            return
+        _check_rule_links(self, i, rule)
+        m = rule.match
+        if m.in_link is not None and m.in_link not in self.links_of.get(rule.switch, []):
+            self.add(("rule", i, "match", "in"), f"link '{m.in_link}' does not touch switch '{rule.switch}'")
+        for key, iface in (("src", m.src), ("dst", m.dst)):
+            if iface is None:
+                continue
+            host, sep, link = iface.partition(":")
+            if not sep:
+                self.add(("rule", i, "match", key), f"expected HOST:LINK, got {iface!r}")
+            elif host not in self.nodes or self.nodes[host].kind != "host":
+                self.add(("rule", i, "match", key), f"unknown host '{host}'")
+            elif link not in self.links_of.get(host, []):
+                self.add(("rule", i, "match", key), f"host '{host}' has no link '{link}'")
+        if m.token is not None and m.mptcp != "mp_join":
+            self.add(("rule", i, "match", "token"), "a token needs mptcp = 'mp_join'")
+        if rule.action == "controller" and self.sc.controller is None:
+            self.add(("rule", i, "action"), "action 'controller' needs a [controller]")
+
     def _check_controller(self) -> None:
         ctl = self.sc.controller
         if ctl is None:
@@ -675,6 +703,17 @@ class _Checker:
             elif row.below_bytes is not None and row.below_bytes <= previous:
                 self.add(("controller", "thresholds", j, "below"), "thresholds must increase")
             previous = row.below_bytes or previous
+
+
+def _check_rule_links(checker: _Checker, i: int, rule: Rule) -> None:
+    wanted = {"output": "exactly one link", "group": "one link or more", "drop": "no links", "controller": "no links"}
+    count = len(rule.links)
+    ok = {"output": count == 1, "group": count >= 1}.get(rule.action, count == 0)
+    if not ok:
+        checker.add(("rule", i, "links"), f"action '{rule.action}' takes {wanted[rule.action]}, got {count}")
+    for j, name in enumerate(rule.links):
+        if name not in checker.links_of.get(rule.switch, []):
+            checker.add(("rule", i, "links", j), f"link '{name}' does not touch switch '{rule.switch}'")
 
 
 def _other_end(link: Link, node: str) -> str:

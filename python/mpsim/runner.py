@@ -11,6 +11,7 @@ import copy
 import importlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -113,6 +114,9 @@ def _simulate(scenario: Scenario, progress: Progress | None) -> Results:
         raise type(exc)(f"engine: {exc.message}", file=_shown_file(scenario)) from None
     except ValueError as exc:
         raise EngineError(f"engine: {exc}", file=_shown_file(scenario)) from None
+    app = _sdn_app(scenario)
+    if app is not None:
+        sim.set_sdn_app(app)
     _advance(sim, scenario, progress)
     wall_s = time.perf_counter() - started
     traces = sim.traces()
@@ -182,6 +186,27 @@ def load_core() -> Any:
 
 def _shown_file(scenario: Scenario) -> str | None:
     return scenario._source.file  # a file path or the builder's Network(...) call
+
+
+def _sdn_app(scenario: Scenario) -> Any | None:
+    """The object of `[controller] app = "python:module:Class"`: the class
+    made with the scenario; the module is looked up beside the scenario
+    file first. The engine calls its `on_packet_in(event)` between slices."""
+    ctl = scenario.controller
+    if ctl is None or not ctl.app.startswith("python:"):
+        return None
+    _, module_name, class_name = ctl.app.split(":")
+    base = str(scenario.path.parent.resolve()) if scenario.path is not None else os.getcwd()
+    sys.path.insert(0, base)
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as exc:
+        raise scenario.error_at(("controller", "app"), f"cannot load {ctl.app!r}: {exc}") from None
+    finally:
+        sys.path.remove(base)
+    if not callable(getattr(cls, "on_packet_in", None)):
+        raise scenario.error_at(("controller", "app"), f"{class_name} has no on_packet_in method")
+    return cls(scenario)
 
 
 def _advance(sim: Any, scenario: Scenario, progress: Progress | None) -> None:

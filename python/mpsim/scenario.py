@@ -541,6 +541,59 @@ class Controller(_Model):
     app: str
     latency_ps: TimePs = Field(0, alias="latency")
     thresholds: list[Threshold] | None = None
+    # Packets a switch holds while their packet-ins are answered (None: the engine's 256).
+    buffer_pkts: Annotated[StrictInt, Field(ge=0, le=units.MAX_QUEUE_PACKETS)] | None = Field(None, alias="buffer")
+    # Idle timeout of the rules the apps install (None: 10 s; "0s": they never expire).
+    idle_timeout_ps: TimePs | None = Field(None, alias="idle_timeout")
+
+
+_TCP_FLAG_BITS = {"fin": 0x01, "syn": 0x02, "rst": 0x04, "psh": 0x08, "ack": 0x10, "ece": 0x40, "cwr": 0x80}
+
+
+def _tcp_flags(value: str) -> str:
+    """Open vSwitch's `+syn-ack` form: each flag set (+) or clear (-)."""
+    if not isinstance(value, str) or not re.fullmatch(r"([+-][a-zA-Z]+)+", value):
+        raise ValueError(f"bad tcp_flags {value!r}: expected e.g. '+syn-ack'")
+    for flag in re.findall(r"[+-]([a-zA-Z]+)", value):
+        if flag.lower() not in _TCP_FLAG_BITS:
+            raise ValueError(f"unknown TCP flag {flag!r}: expected one of {', '.join(_TCP_FLAG_BITS)}")
+    return value
+
+
+def tcp_flags_mask_value(value: str) -> tuple[int, int]:
+    """`+syn-ack` as (mask, value) over the flag bits."""
+    mask = bits = 0
+    for sign, flag in re.findall(r"([+-])([a-zA-Z]+)", value):
+        bit = _TCP_FLAG_BITS[flag.lower()]
+        mask |= bit
+        bits = bits | bit if sign == "+" else bits & ~bit
+    return mask, bits
+
+
+class RuleMatch(_Model):
+    """`match = {...}` of a `[[rule]]`: every key left out is a wildcard."""
+
+    in_link: str | None = Field(None, alias="in")
+    src: str | None = None
+    dst: str | None = None
+    sport: Annotated[StrictInt, Field(ge=0, le=65535)] | None = None
+    dport: Annotated[StrictInt, Field(ge=0, le=65535)] | None = None
+    proto: Literal["tcp", "udp"] | None = None
+    tcp_flags: Annotated[str, AfterValidator(_tcp_flags)] | None = None
+    mptcp: Literal["mp_capable", "mp_join"] | None = None
+    token: Annotated[StrictInt, Field(ge=0, lt=2**32)] | None = None
+
+
+class Rule(_Model):
+    """`[[rule]]`: a static flow-table rule at a switch."""
+
+    switch: str
+    priority: Annotated[StrictInt, Field(ge=0, le=65535)] = 0x8000
+    match: RuleMatch = Field(default_factory=RuleMatch)
+    action: Literal["output", "group", "drop", "controller"]
+    links: list[str] = Field(default_factory=list)
+    idle_timeout_ps: PositiveTimePs | None = Field(None, alias="idle_timeout")
+    hard_timeout_ps: PositiveTimePs | None = Field(None, alias="hard_timeout")
 
 
 class Record(_Model):
@@ -551,6 +604,8 @@ class Record(_Model):
     pcap: list[str] = Field(default_factory=list)
     # The links each 5-tuple's packets crossed, in the summary's `paths` (off: costs nothing).
     paths: StrictBool = False
+    # The SDN controller's decisions, in the summary's controller.decisions.
+    controller: StrictBool = False
 
 
 @dataclass
@@ -594,6 +649,7 @@ class Scenario(_Model):
     links: list[Link] = Field(default_factory=list, alias="link")
     flows: list[Flow] = Field(default_factory=list, alias="flow")
     controller: Controller | None = None
+    rules: list[Rule] = Field(default_factory=list, alias="rule")
     record: Record = Field(default_factory=Record)
     # Generators (mpsim.datacenter), expanded into node, link and flow tables before validation.
     topology: Topology | None = None
@@ -631,6 +687,10 @@ class Scenario(_Model):
         problems = not_runnable(self)
         if problems:
             raise _first_error(self._source, problems, self._applied)
+
+    def error_at(self, loc: Loc, message: str) -> ScenarioError:
+        """A ScenarioError naming the file, line and key of `loc`."""
+        return self._source.error(loc, message, self._applied)
 
     def notes(self) -> list[str]:
         """Remarks on a valid scenario, one line each as `FILE:LINE: KEY: note: ...`."""

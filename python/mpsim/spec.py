@@ -24,9 +24,11 @@ from .scenario import (
     Flow,
     Link,
     Node,
+    Rule,
     Scenario,
     SizeDistribution,
     qdisc_spec,
+    tcp_flags_mask_value,
 )
 from .workloads import arrival_rate_per_s
 
@@ -57,14 +59,17 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
     }
     if scenario.record.paths:
         spec["record"]["paths"] = True
+    if scenario.record.controller:
+        spec["record"]["controller"] = True
     # Only what differs from the engine's defaults, so documents of scenarios without these keys stay as they were.
     if sim.forwarding != "shortest":
         spec["forwarding"] = sim.forwarding
     if sim.reroute:
         spec["reroute"] = True
         spec["reroute_delay_ps"] = sim.reroute_delay_ps
+    if scenario.rules:
+        spec["rules"] = [_rule_spec(r) for r in scenario.rules]
     if scenario.controller is not None:
-        # Not in engine-spec.md yet: the engine rejects it with its own message until it lands.
         ctl = scenario.controller
         spec["controller"] = {
             "app": ctl.app,
@@ -73,7 +78,32 @@ def engine_spec(scenario: Scenario, traces: dict[str, list[list[int]]]) -> dict[
             if ctl.thresholds is None
             else [{"below_bytes": t.below_bytes, "gap": t.gap} for t in ctl.thresholds],
         }
+        if ctl.buffer_pkts is not None:
+            spec["controller"]["buffer_pkts"] = ctl.buffer_pkts
+        if ctl.idle_timeout_ps is not None:
+            spec["controller"]["idle_timeout_ps"] = ctl.idle_timeout_ps
     return spec
+
+
+def _rule_spec(rule: Rule) -> dict[str, Any]:
+    m = rule.match
+    return {
+        "switch": rule.switch,
+        "priority": rule.priority,
+        "in_link": m.in_link,
+        "src": m.src,
+        "dst": m.dst,
+        "sport": m.sport,
+        "dport": m.dport,
+        "proto": None if m.proto is None else {"tcp": 6, "udp": 17}[m.proto],
+        "tcp_flags": None if m.tcp_flags is None else list(tcp_flags_mask_value(m.tcp_flags)),
+        "mptcp": m.mptcp,
+        "token": m.token,
+        "action": rule.action,
+        "links": list(rule.links),
+        "idle_timeout_ps": rule.idle_timeout_ps,
+        "hard_timeout_ps": rule.hard_timeout_ps,
+    }
 
 
 def _node_spec(node: Node) -> dict[str, Any]:

@@ -7,6 +7,7 @@ pub mod link;
 pub mod loss;
 pub mod qdisc;
 pub mod routing;
+pub mod sdn;
 
 pub use link::{DirStats, EnqueueOutcome, LinkDir, LinkDirParams, QueueLimit};
 pub use loss::LossModel;

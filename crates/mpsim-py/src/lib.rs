@@ -37,13 +37,15 @@ fn engine_error(py: Python<'_>, e: &BuildError) -> PyErr {
 #[pyclass(module = "mpsim._core")]
 struct Simulation {
     inner: mpsim::Simulation,
+    /// The SdnController app written in Python (`set_sdn_app`), if any.
+    sdn_app: Option<PyObject>,
 }
 
 #[pymethods]
 impl Simulation {
     #[new]
     fn new(py: Python<'_>, spec_json: &str) -> PyResult<Self> {
-        mpsim::Simulation::from_json(spec_json).map(|inner| Simulation { inner }).map_err(|e| engine_error(py, &e))
+        mpsim::Simulation::from_json(spec_json).map(|inner| Simulation { inner, sdn_app: None }).map_err(|e| engine_error(py, &e))
     }
 
     /// Runs up to `t_ps` picoseconds with the GIL released, in slices with
@@ -55,10 +57,17 @@ impl Simulation {
             let sim = &mut self.inner;
             let reached = py.allow_threads(|| sim.advance(until, EVENTS_PER_SLICE));
             py.check_signals()?;
+            self.answer_packet_ins(py)?;
             if reached {
                 return Ok(self.inner.is_done());
             }
         }
+    }
+
+    /// The object whose `on_packet_in(event)` answers the packet-ins of an
+    /// SDN app written in Python (`[controller] app = "python:..."`).
+    fn set_sdn_app(&mut self, app: PyObject) {
+        self.sdn_app = Some(app);
     }
 
     #[getter]
@@ -120,6 +129,42 @@ impl Simulation {
             out.set_item(name, cols)?;
         }
         Ok(out)
+    }
+}
+
+impl Simulation {
+    /// Calls the Python SDN app, with the GIL held, for each packet-in the
+    /// slice stopped at, and hands its answers to the engine.
+    fn answer_packet_ins(&mut self, py: Python<'_>) -> PyResult<()> {
+        let events = self.inner.sdn_packet_ins();
+        if events.is_empty() {
+            return Ok(());
+        }
+        let Some(app) = &self.sdn_app else {
+            return Err(PyValueError::new_err("a packet-in waits for an SDN app in Python: set_sdn_app was not called"));
+        };
+        for e in events {
+            let d = PyDict::new(py);
+            d.set_item("time_s", e.time_s)?;
+            d.set_item("switch", &e.switch)?;
+            d.set_item("in_link", &e.in_link)?;
+            d.set_item("src", &e.src)?;
+            d.set_item("dst", &e.dst)?;
+            d.set_item("sport", e.sport)?;
+            d.set_item("dport", e.dport)?;
+            d.set_item("proto", e.proto)?;
+            d.set_item("opening", e.opening)?;
+            d.set_item("token", e.token)?;
+            d.set_item("flow", &e.flow)?;
+            d.set_item("connection", e.connection)?;
+            d.set_item("size_bytes", e.size_bytes)?;
+            let answer = app.call_method1(py, "on_packet_in", (d,))?;
+            let links: Option<Vec<String>> = if answer.is_none(py) { None } else { Some(answer.extract(py)?) };
+            self.inner
+                .sdn_answer(e.id, links.as_deref())
+                .map_err(|m| PyValueError::new_err(format!("SDN app: packet-in at {} for {}: {m}", e.switch, e.dst)))?;
+        }
+        Ok(())
     }
 }
 

@@ -154,9 +154,6 @@ impl NodeIndex {
 
 impl Simulation {
     pub fn new(spec: &Spec) -> Result<Simulation, BuildError> {
-        if spec.controller.is_some() {
-            return Err(BuildError::Unsupported("controller: SDN controllers are not available in this version".into()));
-        }
         let mut index = NodeIndex(FxHashMap::default());
         let mut nodes = Vec::new();
         for (i, n) in spec.nodes.iter().enumerate() {
@@ -207,6 +204,8 @@ impl Simulation {
         let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
         let forwarding = crate::forwarding::Forwarding::from_spec(spec);
         let routes = forwarding.routes(&topo, &vec![true; dirs.len()]);
+        let names: Vec<&str> = spec.nodes.iter().map(|n| n.name.as_str()).collect();
+        let sdn = crate::sdn::Sdn::from_spec(spec, &names, &topo.kinds)?;
         let end = SimTime(spec.duration_ps);
         let mut sim = Simulation {
             now: SimTime::ZERO,
@@ -220,6 +219,8 @@ impl Simulation {
             topo,
             routes,
             forwarding,
+            sdn,
+            pause: false,
             endpoints: Vec::new(),
             free_endpoints: Vec::new(),
             endpoints_created: 0,
@@ -244,6 +245,7 @@ impl Simulation {
             sim.flows.push(flow);
         }
         sim.build_pins(spec)?;
+        sim.build_rules(spec)?;
         sim.schedule_initial_events(spec);
         Ok(sim)
     }

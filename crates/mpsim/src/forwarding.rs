@@ -202,7 +202,7 @@ impl Simulation {
 
     /// The pinned direction at `node` for a packet of 5-tuple `key`, if its
     /// flow pins it to a path through `node`.
-    fn pinned_dir(&mut self, node: NodeId, key: &FlowKey) -> Option<u32> {
+    pub(crate) fn pinned_dir(&mut self, node: NodeId, key: &FlowKey) -> Option<u32> {
         let up = tuple(key);
         let down = (demux_key(key.dst, key.dport, key.src, key.sport), key.proto);
         let pins = self.forwarding.pins.as_ref()?;
@@ -247,7 +247,7 @@ impl Simulation {
     }
 
     #[cold]
-    fn trace_hop(&mut self, key: &FlowKey, dir: u32) {
+    pub(crate) fn trace_hop(&mut self, key: &FlowKey, dir: u32) {
         let flow = self.flow_of(key);
         let Some(trace) = self.forwarding.paths.as_mut() else { return };
         let i = *trace.index.entry(tuple(key)).or_insert_with(|| {

@@ -8,6 +8,7 @@ mod flows;
 mod forwarding;
 pub mod pcap;
 mod report;
+mod sdn;
 mod sim;
 pub mod spec;
 // The test networks name the engine `mpsim::`, as the tests outside do.
@@ -21,6 +22,7 @@ pub use report::{Table, Traces};
 pub mod report_column {
     pub use crate::report::Column;
 }
+pub use sdn::SdnPacketIn;
 pub use sim::{BuildError, Simulation};
 pub use spec::Spec;
 

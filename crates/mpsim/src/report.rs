@@ -541,6 +541,9 @@ impl Simulation {
         if let Some(paths) = self.path_summary() {
             summary["paths"] = paths;
         }
+        if let Some(controller) = self.controller_summary() {
+            summary["controller"] = controller;
+        }
         summary
     }
 

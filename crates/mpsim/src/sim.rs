@@ -68,6 +68,15 @@ pub(crate) enum Ev {
     },
     /// Routing has converged after a link change: rebuild the tables.
     Reroute,
+    /// A switch's packet-in reaches the SdnController (crate::sdn).
+    PacketIn {
+        node: u32,
+        buffer: u32,
+    },
+    /// A flow-mod reaches its switch.
+    FlowMod {
+        id: u32,
+    },
 }
 
 pub(crate) struct Node {
@@ -100,6 +109,10 @@ pub struct Simulation {
     pub(crate) topo: Topology,
     pub(crate) routes: Routes,
     pub(crate) forwarding: crate::forwarding::Forwarding,
+    /// Flow tables and the SdnController; None without `[controller]`.
+    pub(crate) sdn: Option<Box<crate::sdn::Sdn>>,
+    /// `advance` returns after the current event (a packet-in for an app in Python).
+    pub(crate) pause: bool,
     /// Endpoint slots; a released endpoint's slot is reused.
     pub(crate) endpoints: Vec<Endpoint>,
     /// Released slots, the last released on top.
@@ -210,6 +223,11 @@ impl Simulation {
             self.now = t;
             self.events += 1;
             self.dispatch(ev);
+            if self.pause {
+                // A packet-in waits for an app written in Python.
+                reached = false;
+                break;
+            }
         }
         if reached {
             self.now = self.now.max(limit);
@@ -234,6 +252,8 @@ impl Simulation {
             Ev::AppTimer { flow, tag } => self.on_app_timer(flow, tag),
             Ev::Handover { flow } => self.on_handover(flow),
             Ev::Reroute => self.on_reroute(),
+            Ev::PacketIn { node, buffer } => self.on_packet_in(node, buffer),
+            Ev::FlowMod { id } => self.on_flow_mod(id),
         }
     }
 
@@ -281,6 +301,8 @@ impl Simulation {
         if self.nodes[node.index()].kind == NodeKind::Host {
             self.capture(self.capture_ingress[dir as usize], pid);
             self.host_receive(node, pid);
+        } else if self.sdn.as_ref().is_some_and(|s| s.steers(node)) {
+            self.sdn_forward(node, dir, pid);
         } else {
             self.forward(node, pid);
         }

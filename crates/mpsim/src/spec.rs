@@ -25,10 +25,9 @@ pub struct Spec {
     pub flows: Vec<FlowSpec>,
     #[serde(default)]
     pub record: RecordSpec,
-    /// SDN controller; accepted in the spec, refused when building until
-    /// SDN routing is available.
+    /// SDN controller: switches forward by flow tables it fills.
     #[serde(default)]
-    pub controller: Option<serde_json::Value>,
+    pub controller: Option<ControllerSpec>,
     /// Forwarding of switches and routers that do not set their own.
     #[serde(default)]
     pub forwarding: ForwardingSpec,
@@ -37,6 +36,80 @@ pub struct Spec {
     pub reroute: bool,
     #[serde(default = "default_reroute_delay")]
     pub reroute_delay_ps: u64,
+    /// Static flow-table rules at switches (`[[rule]]`, docs/sdn.md).
+    #[serde(default)]
+    pub rules: Vec<RuleSpec>,
+}
+
+/// One `[[rule]]`: a match, an action and a priority at one switch.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    pub switch: String,
+    pub priority: u16,
+    /// The link the packet arrived over.
+    #[serde(default)]
+    pub in_link: Option<String>,
+    /// Interfaces as `host:link`.
+    #[serde(default)]
+    pub src: Option<String>,
+    #[serde(default)]
+    pub dst: Option<String>,
+    #[serde(default)]
+    pub sport: Option<u16>,
+    #[serde(default)]
+    pub dport: Option<u16>,
+    /// IP protocol number (6 TCP, 17 UDP).
+    #[serde(default)]
+    pub proto: Option<u8>,
+    /// (mask, value) over the TCP flag bits.
+    #[serde(default)]
+    pub tcp_flags: Option<(u8, u8)>,
+    /// `mp_capable` or `mp_join`.
+    #[serde(default)]
+    pub mptcp: Option<String>,
+    /// The MP_JOIN token (with `mptcp = "mp_join"`).
+    #[serde(default)]
+    pub token: Option<u32>,
+    /// `output`, `group`, `drop` or `controller`.
+    pub action: String,
+    /// Links the packet leaves over (output: one; group: several).
+    #[serde(default)]
+    pub links: Vec<String>,
+    #[serde(default)]
+    pub idle_timeout_ps: Option<u64>,
+    #[serde(default)]
+    pub hard_timeout_ps: Option<u64>,
+}
+
+/// The SdnController (docs/sdn.md).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControllerSpec {
+    /// shortest | ecmp | disjoint | mpsshetn (python:module:Class is refused).
+    pub app: String,
+    /// Switch-to-controller delay of a packet-in and of a flow-mod.
+    #[serde(default)]
+    pub latency_ps: u64,
+    /// mpsshetn: gap thresholds by application size; None: the thesis's.
+    #[serde(default)]
+    pub thresholds: Option<Vec<ThresholdSpec>>,
+    /// Packets a switch buffers awaiting packet-in answers; None: 256.
+    #[serde(default)]
+    pub buffer_pkts: Option<u32>,
+    /// Idle timeout of the rules the apps install; None: 10 s; 0: none.
+    #[serde(default)]
+    pub idle_timeout_ps: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThresholdSpec {
+    /// Applications smaller than this (None: any size).
+    #[serde(default)]
+    pub below_bytes: Option<u64>,
+    /// The largest gap |BW_p1 - BW_pj| / BW_p1 admitted.
+    pub gap: f64,
 }
 
 /// How a switch or router picks among equal-cost next hops.
@@ -465,6 +538,9 @@ pub struct RecordSpec {
     /// The links each 5-tuple crossed, in the summary's `paths`.
     #[serde(default)]
     pub paths: bool,
+    /// The SdnController's decisions, in the summary's `controller.decisions`.
+    #[serde(default)]
+    pub controller: bool,
 }
 
 impl Spec {

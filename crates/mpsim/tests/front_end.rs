@@ -46,11 +46,17 @@ fn unreachable_server_is_refused_as_no_route() {
 }
 
 #[test]
-fn controller_is_refused_as_unsupported() {
+fn a_cmt_flow_is_refused_as_unsupported_and_an_unknown_controller_app_as_invalid() {
     let mut spec = Dumbbell::new(1, 10_000_000, 10.0, 100).spec();
-    spec["controller"] = json!({"app": "ecmp"});
+    spec["flows"][0]["transport"] = json!("cmt");
     let err = Simulation::from_json(&spec.to_string()).err().expect("refused");
     assert!(matches!(err, BuildError::Unsupported(_)), "{err}");
+    let mut spec = Dumbbell::new(1, 10_000_000, 10.0, 100).spec();
+    spec["controller"] = json!({"app": "magic"});
+    let err = Simulation::from_json(&spec.to_string()).err().expect("refused");
+    assert!(matches!(err, BuildError::Invalid(_)) && err.to_string().contains("magic"), "{err}");
+    spec["controller"] = json!({"app": "ecmp"});
+    assert!(Simulation::from_json(&spec.to_string()).is_ok(), "controllers run");
 }
 
 #[test]

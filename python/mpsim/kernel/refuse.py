@@ -54,6 +54,8 @@ def problems(scenario: Scenario) -> list[Problem]:
     found += _shared_path_managers(scenario)
     if scenario.controller is not None:
         found.append((("controller", "app"), "SDN controllers have no kernel counterpart; run it in the simulator"))
+    for i, _rule in enumerate(getattr(scenario, "rules", [])):
+        found.append((("rule", i), "flow-table rules have no kernel counterpart; run it in the simulator"))
     if scenario.record.pcap and shutil.which("tcpdump") is None:
         found.append((("record", "pcap"), "capture on the kernel needs tcpdump (package tcpdump)"))
     return found

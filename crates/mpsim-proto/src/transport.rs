@@ -238,7 +238,8 @@ impl Transport for MptcpConnection {
         MptcpConnection::drain_transmit(self, now, sink)
     }
     fn poll_timeout(&self) -> Option<SimTime> {
-        MptcpConnection::poll_timeout(self)
+        // The connection's own deadline lives on its state (reached by Deref).
+        (**self).poll_timeout()
     }
     fn poll_event(&mut self) -> Option<AppEvent> {
         MptcpConnection::poll_event(self)

@@ -4,7 +4,7 @@
 use crate::flows::{make_app, Flow, MptcpFlow};
 use crate::report::Sampler;
 use crate::sim::{BuildError, Ev, Link, Node, Simulation};
-use crate::spec::{CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QdiscSpec, QueueSpec, Spec, TransportSpec};
+use crate::spec::{AppSpec, CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QdiscSpec, QueueSpec, Spec, TransportSpec};
 use mpsim_cc::{CcMode, Controller};
 use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
 use mpsim_net::qdisc::{CodelParams, FqCodelParams, RandomDropParams, RedParams};
@@ -475,6 +475,9 @@ impl Simulation {
 /// The association settings of a cmt flow: chunks sized for the MTU (and
 /// `mss`, if smaller), the receive buffer `rbuf` (else `rcvbuf`).
 fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, BuildError> {
+    if !matches!(f.app, AppSpec::Download { .. } | AppSpec::Upload { .. }) {
+        return Err(BuildError::Unsupported(format!("{what}: cmt runs the download and upload apps only")));
+    }
     let variant = mpsim_proto::sctp::Variant::parse(f.variant.as_deref())
         .ok_or_else(|| invalid(format!("{what}: unknown cmt variant '{}'", f.variant.as_deref().unwrap_or_default())))?;
     // IPv4 20, SCTP common header 12, DATA chunk header 16 (RFC 9260 section 3).

@@ -324,26 +324,25 @@ impl Sender {
         }
     }
 
-    /// Variant hook (SFR, DAC, IOPD): missing reports a SACK adds to the
-    /// outstanding TSN at `idx`. RFC 4960 section 7.2.4 (HTNA): one.
+    /// Plain SCTP: missing reports a SACK adds to the outstanding TSN at
+    /// `idx`. RFC 4960 section 7.2.4 (HTNA): one. (Variants: `variant_sack`.)
     fn missing_report_increment(&self, _tsn: u32, _idx: usize, _acks: &SackAcks) -> u32 {
         1
     }
 
-    /// Variant hook (CUCv2): destination `d` may grow its cwnd on this
-    /// SACK. RFC 4960 section 7.2.1/7.2.2: when the cumulative ack
+    /// Plain SCTP: destination `d` may grow its cwnd on this SACK. RFC 4960 section 7.2.1/7.2.2: when the cumulative ack
     /// advanced, and not in fast recovery.
     fn may_grow_cwnd(&self, d: usize, cum_advanced: bool) -> bool {
         cum_advanced && self.dests[d].fast_recovery_exit.is_none()
     }
 
-    /// Variant hook (MCC): a TSN reaching the threshold cuts its
-    /// destination's window. RFC 4960 section 7.2.4: always.
+    /// Plain SCTP: a TSN reaching the threshold cuts its destination's
+    /// window. RFC 4960 section 7.2.4: always.
     fn reduces_window(&self, _tsn: u32, _dest: usize) -> bool {
         true
     }
 
-    /// Variant hook (the RTX policies): the destination a retransmission of
+    /// The destination a retransmission of
     /// a chunk last sent to `dest` goes to. A fast retransmission stays on
     /// its destination (RTX-SAME, plain CMT's); a timeout's go to another
     /// active destination (RFC 4960 section 6.4.1, as Linux's
@@ -361,7 +360,7 @@ impl Sender {
         dest
     }
 
-    /// Variant hook (SMOS): the destination that takes the next new chunk,
+    /// The destination that takes the next new chunk,
     /// if any has room. Plain SCTP: the primary (or the first active
     /// destination when it is not). CMT: round-robin over the active
     /// destinations with cwnd room (Iyengar et al. 2006, section II).

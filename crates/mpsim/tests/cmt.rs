@@ -176,3 +176,17 @@ fn smt_blocks_the_receive_buffer_less_than_cmt_in_the_simple_scenario() {
     assert!(cmt > 0.0, "CMT never blocked: {cmt}");
     assert!(smt < cmt, "smt {smt} vs cmt {cmt}");
 }
+
+#[test]
+fn rtx_policy_is_read_and_an_unknown_one_refused() {
+    let mut flow = cmt_flow(Some(300_000), 64_000);
+    flow["rtx_policy"] = json!("lossrate");
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, flow.clone(), 120);
+    spec["links"][0]["a_to_b"]["loss"] = json!({"model": "bernoulli", "p": 0.02});
+    spec["links"][0]["b_to_a"]["loss"] = json!({"model": "bernoulli", "p": 0.02});
+    let (_, s) = run(&spec).expect("spec builds");
+    assert_eq!(s["flows"]["f"]["bytes_delivered"].as_u64(), Some(300_000), "{:#}", s["flows"]["f"]);
+    flow["rtx_policy"] = json!("fastest");
+    let err = run(&two_homed([200_000, 1_000_000], 45.0, flow, 10)).err().expect("refused");
+    assert!(err.to_string().contains("rtx_policy"), "{err}");
+}

@@ -89,6 +89,9 @@ pub struct SctpConfig {
     /// primary path only (plain SCTP).
     pub cmt: bool,
     pub variant: Variant,
+    /// Where CMT and SMOS send a retransmission, and every variant a
+    /// timeout's (SMT's fast retransmissions go to MCC's fastest path).
+    pub rtx_policy: variants::rtx_policy::RtxPolicy,
 }
 
 impl Default for SctpConfig {
@@ -108,6 +111,7 @@ impl Default for SctpConfig {
             sack_freq: 2,
             cmt: true,
             variant: Variant::Cmt,
+            rtx_policy: variants::rtx_policy::RtxPolicy::Ssthresh,
         }
     }
 }

@@ -10,7 +10,7 @@ use super::variants::cucv2::{self, CucVersion, GrowthInput, OutstandingTsn, Pseu
 use super::variants::dac::DacCount;
 use super::variants::iopd::{Iopd, OosClass};
 use super::variants::mcc::{self, MccConfig};
-use super::variants::rtx_policy::{choose_rtx_dest, RtxChoice, RtxPolicy};
+use super::variants::rtx_policy::{choose_rtx_dest, LossRateEstimator, RtxChoice, RtxPolicy};
 use super::variants::sfr::{self, MissingRule, MissingTsn, SackEvidence, SfrHighest};
 use super::variants::{smos, DestState, TieBreak, TsnDest};
 use super::{SctpConfig, Variant};
@@ -154,6 +154,8 @@ pub(super) struct Sender {
     fast_rtx_pending: bool,
     /// SMT's inter-path / intra-path pointers (kept for every multipath variant).
     iopd: Iopd,
+    /// RTX-LOSSRATE's loss rate per destination.
+    losses: LossRateEstimator,
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
@@ -176,6 +178,8 @@ impl Sender {
             rr_next: 0,
             fast_rtx_pending: false,
             iopd: Iopd::new(n_paths),
+            // Iyengar, Amer, Stewart (ICON 2004): the last 1000 sends.
+            losses: LossRateEstimator::new(n_paths, 1000),
             #[cfg(test)]
             sent_log: Vec::new(),
         }
@@ -427,14 +431,15 @@ impl Sender {
 
     /// The per-destination state the decision rules read.
     fn dest_states(&self) -> Vec<DestState> {
-        (self.dests.iter())
-            .map(|d| DestState {
+        (self.dests.iter().enumerate())
+            .map(|(i, d)| DestState {
                 flight_bytes: d.flight_bytes,
                 pba_bytes: d.pba_bytes,
                 srtt: d.srtt,
                 rttvar: d.rttvar,
                 fast_recovery_exit: d.fast_recovery_exit,
                 active: d.active,
+                loss: self.losses.rate(i),
                 ..DestState::new(d.cwnd_bytes, d.ssthresh_bytes)
             })
             .collect()
@@ -555,13 +560,31 @@ impl Sender {
         self.iopd.research_low(&self.outstanding_tsns());
     }
 
-    /// RTX-SSTHRESH over the active destinations (Iyengar, Amer, Stewart,
-    /// ICON 2004); ties to the lowest index.
+    /// The configured retransmission policy over the active destinations
+    /// (Iyengar, Amer, Stewart, ICON 2004); ties to the lowest index.
+    /// RTX-ASAP with no room anywhere keeps `last_dest` here and is asked
+    /// again when the retransmission can go (`next_retransmission`).
     fn policy_rtx_dest(&self, last_dest: usize) -> usize {
-        match choose_rtx_dest(RtxPolicy::Ssthresh, last_dest, &self.dest_states(), &mut TieBreak::LowestIndex) {
+        match choose_rtx_dest(self.cfg.rtx_policy, last_dest, &self.dest_states(), &mut TieBreak::LowestIndex) {
             RtxChoice::Now(d) => d,
             RtxChoice::WhenRoom => last_dest,
         }
+    }
+
+    /// A loss of `tsn` sent to `d`, for RTX-LOSSRATE.
+    fn note_loss(&mut self, d: usize, tsn: u32) {
+        if self.multipath() {
+            self.losses.on_loss(d, tsn);
+        }
+    }
+
+    /// RTX-ASAP: a retransmission goes to whichever active destination has
+    /// room when it can go (SMT's fast retransmissions keep MCC's choice).
+    fn asap_dest(&self) -> Option<usize> {
+        if !(self.multipath() && self.cfg.rtx_policy == RtxPolicy::Asap && self.cfg.variant != Variant::Smt) {
+            return None;
+        }
+        (0..self.dests.len()).find(|&d| self.dests[d].active && self.dests[d].flight_bytes < self.dests[d].cwnd_bytes)
     }
 
     /// Marks outstanding `tsn` for a fast retransmission to `to`; its bytes
@@ -571,6 +594,7 @@ impl Sender {
         let rec = self.chunks[idx];
         debug_assert_eq!(rec.state, ChunkState::Outstanding);
         self.dests[rec.dest].flight_bytes -= rec.len as u64;
+        self.note_loss(rec.dest, tsn);
         let r = &mut self.chunks[idx];
         r.state = ChunkState::MarkedRtx { fast: true };
         r.fast_retransmitted = true;
@@ -650,6 +674,7 @@ impl Sender {
             let rec = self.chunks[idx];
             if rec.dest == d && rec.state == ChunkState::Outstanding {
                 self.dests[d].flight_bytes -= rec.len as u64;
+                self.note_loss(d, self.tsn_at(idx));
                 let rtx_dest = self.rtx_destination(self.tsn_at(idx), d, true);
                 let r = &mut self.chunks[idx];
                 r.state = ChunkState::MarkedRtx { fast: false };
@@ -735,7 +760,7 @@ impl Sender {
     fn next_retransmission(&mut self, now: SimTime) -> Option<DataTx> {
         for idx in 0..self.chunks.len() {
             let ChunkState::MarkedRtx { fast } = self.chunks[idx].state else { continue };
-            let d = self.chunks[idx].rtx_dest;
+            let d = self.asap_dest().unwrap_or(self.chunks[idx].rtx_dest);
             let room = self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
             if !(room || fast && self.fast_rtx_pending) {
                 continue;
@@ -761,6 +786,7 @@ impl Sender {
     fn on_sent(&mut self, now: SimTime, tsn: u32, d: usize, len: u32, retransmission: bool) {
         if self.multipath() {
             self.iopd.on_send(TsnDest::new(tsn, d));
+            self.losses.on_send(d, tsn);
         }
         self.peer_rwnd_bytes = self.peer_rwnd_bytes.saturating_sub(len as u64);
         let dest = &mut self.dests[d];
@@ -841,6 +867,18 @@ mod tests {
         let rtx = s.next_data(ms(20)).expect("the fast retransmission");
         assert_eq!((rtx.tsn, rtx.retransmission), (1, true));
         assert_eq!(rtx.dest, 1, "RTX-SSTHRESH: the destination with the larger ssthresh");
+    }
+
+    #[test]
+    fn the_configured_rtx_policy_chooses_the_fast_retransmission_destination() {
+        let cfg = SctpConfig { rtx_policy: RtxPolicy::Same, rbuf_bytes: 1 << 20, ..Default::default() };
+        let mut s = Sender::new(&cfg, 2);
+        s.write(None);
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(3, 3)][..], &[(3, 3), (5, 5)], &[(3, 3), (5, 5), (7, 7)]] {
+            s.on_sack(ms(20), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!(s.next_data(ms(20)).map(|t| (t.tsn, t.dest)), Some((1, 0)), "RTX-SAME");
     }
 
     #[test]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from conftest import MINIMAL, ROOT, SCENARIOS, write
-from mpsim import load_scenario
+
+from mpsim import ScenarioError, load_scenario
 
 GOLDEN = ROOT / "tests" / "golden" / "dumbbell.spec.json"
 
@@ -126,3 +128,11 @@ def test_cmt_flows_carry_variant_and_rbuf_and_others_do_not(tmp_path):
     assert (plain["flows"][0]["variant"], plain["flows"][0]["rbuf_bytes"]) == (None, None)
     tcp = load_scenario(write(tmp_path, "tcp.toml", MINIMAL)).to_engine_spec()
     assert "variant" not in tcp["flows"][0] and "rbuf_bytes" not in tcp["flows"][0]
+
+
+def test_a_cmt_rtx_policy_is_carried_when_set_and_an_unknown_one_refused(tmp_path):
+    cmt = MINIMAL.replace('[[flow]]\n', '[[flow]]\ntransport = "cmt"\nrtx_policy = "lossrate"\n', 1)
+    flow = load_scenario(write(tmp_path, "cmt.toml", cmt)).to_engine_spec()["flows"][0]
+    assert flow["rtx_policy"] == "lossrate"
+    with pytest.raises(ScenarioError, match="rtx_policy"):
+        load_scenario(write(tmp_path, "bad.toml", cmt.replace('"lossrate"', '"fastest"')))

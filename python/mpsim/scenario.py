@@ -489,6 +489,7 @@ class Flow(_Model):
     timestamps: StrictBool | None = None
     rack: StrictBool | None = None
     variant: Literal["cmt", "smt", "smos"] | None = None
+    rtx_policy: Literal["ssthresh", "same", "asap", "cwnd", "lossrate"] | None = None
     rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
     sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")
     repeat: Count | None = None

@@ -200,6 +200,8 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
     if flow.transport == "cmt":  # only cmt flows carry them, so other documents stay as they were
         spec["variant"] = flow.variant
         spec["rbuf_bytes"] = flow.rbuf_bytes
+        if flow.rtx_policy is not None:  # absent when not set, so existing documents stay byte-identical
+            spec["rtx_policy"] = flow.rtx_policy
     return spec
 
 

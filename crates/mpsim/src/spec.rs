@@ -514,6 +514,10 @@ pub struct FlowSpec {
     /// cmt: the association's receive buffer, bytes; None: `rcvbuf_bytes`.
     #[serde(default)]
     pub rbuf_bytes: Option<u64>,
+    /// cmt: the retransmission policy (ssthresh | same | asap | cwnd |
+    /// lossrate); None: ssthresh.
+    #[serde(default)]
+    pub rtx_policy: Option<String>,
 }
 
 fn default_cc() -> String {

@@ -10,9 +10,9 @@
 //!
 //! The decisions the CMT variants change (missing reports, cwnd growth,
 //! the reaction to a loss, where a retransmission goes, which destination
-//! takes new data, when the receiver SACKs) are one method each in
-//! `sender.rs` / `receiver.rs`, marked "Variant hook"; today they do what
-//! RFC 4960 and plain CMT do. TSNs start at 1 and never wrap in a run, so
+//! takes new data, when the receiver SACKs) call the pure rules in
+//! `variants` according to `Variant` when there is more than one
+//! destination; with one, RFC 4960's own rules apply. TSNs start at 1 and never wrap in a run, so
 //! plain integer comparison is RFC 1982 serial arithmetic here.
 
 mod association;
@@ -29,13 +29,13 @@ use mpsim_core::{Addr, SimDuration};
 /// The multipath scheme (scenario key `variant`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Variant {
-    /// CMT (Iyengar, Amer, Stewart 2006); plain CMT until the variant
-    /// decision rules are wired in.
+    /// CMT (Iyengar, Amer, Stewart 2006): split fast retransmit, CUCv2,
+    /// DAC, RTX-SSTHRESH.
     #[default]
     Cmt,
-    /// SMT: IOPD classification and MCC (Khan & Qadir).
+    /// SMT: IOPD classification and MCC (Khan & Qadir), on CMT's growth and DAC.
     Smt,
-    /// SMOS: scheduling by predicted arrival (Liao et al. 2010).
+    /// SMOS: scheduling by predicted arrival (Liao et al. 2010), on CMT's loss handling.
     Smos,
 }
 
@@ -89,6 +89,9 @@ pub struct SctpConfig {
     /// primary path only (plain SCTP).
     pub cmt: bool,
     pub variant: Variant,
+    /// Where CMT and SMOS send a retransmission, and every variant a
+    /// timeout's (SMT's fast retransmissions go to MCC's fastest path).
+    pub rtx_policy: variants::rtx_policy::RtxPolicy,
 }
 
 impl Default for SctpConfig {
@@ -108,6 +111,7 @@ impl Default for SctpConfig {
             sack_freq: 2,
             cmt: true,
             variant: Variant::Cmt,
+            rtx_policy: variants::rtx_policy::RtxPolicy::Ssthresh,
         }
     }
 }

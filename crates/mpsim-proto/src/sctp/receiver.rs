@@ -4,6 +4,7 @@
 //! sections 6.2 and 6.7). The application reads at once, so the buffer
 //! holds exactly the chunks that wait for a hole.
 
+use super::variants::dac::DacCount;
 use super::SctpConfig;
 use mpsim_core::sctp::{SackChunk, MAX_DUP_TSNS};
 use mpsim_core::SimTime;
@@ -37,6 +38,9 @@ pub(super) struct Receiver {
     pub dropped_chunks: u64,
     sack_delay: mpsim_core::SimDuration,
     sack_freq: u32,
+    /// CMT-DAC: keep delaying SACKs under reordering and say in each SACK
+    /// how many packets it covers (every multipath variant; plain SCTP off).
+    dac: bool,
     /// Every TSN delivered, in delivery order (tests check it).
     #[cfg(test)]
     pub delivered_log: Vec<(u32, u32)>,
@@ -60,6 +64,7 @@ impl Receiver {
             dropped_chunks: 0,
             sack_delay: cfg.sack_delay,
             sack_freq: cfg.sack_freq,
+            dac: cfg.cmt && n_paths > 1,
             #[cfg(test)]
             delivered_log: Vec::new(),
         }
@@ -99,8 +104,9 @@ impl Receiver {
                 self.held_bytes -= l as u64;
                 self.deliver(next, l, p);
             }
-            // A hole filled: tell the sender at once (RFC 4960 section 6.7).
-            if had_gaps {
+            // A hole filled: tell the sender at once (RFC 4960 section 6.7);
+            // DAC delays this one too (FreeBSD sctp_sack_check).
+            if had_gaps && self.sack_on_gap() {
                 self.sack_now = true;
             }
         } else if self.held_bytes + len as u64 > self.rbuf_bytes {
@@ -130,15 +136,21 @@ impl Receiver {
         self.delivered_log.push((tsn, len));
     }
 
-    /// Variant hook (CMT-DAC): SACK at once when a chunk arrives out of
-    /// order. RFC 4960 section 6.7: yes.
+    /// SACK at once when a chunk creates or closes a gap: RFC 4960
+    /// section 6.7 yes; CMT-DAC (Iyengar et al. 2006) no, it keeps the
+    /// every-second-packet rule.
     fn sack_on_gap(&self) -> bool {
-        true
+        !self.dac
     }
 
-    /// Variant hook (CMT-DAC): the SACK's flags. RFC 4960: none.
+    /// The SACK's flags: none in RFC 4960; with CMT-DAC the packet count
+    /// (FreeBSD `SCTP_SACK_CMT_DAC`).
     fn sack_flags(&self) -> u8 {
-        0
+        if self.dac {
+            DacCount::from_pkts(self.unacked_pkts).sack_flags()
+        } else {
+            0
+        }
     }
 
     /// A SACK is due: at once, or its delay ran out.
@@ -195,10 +207,26 @@ fn push_gap(sack: &mut SackChunk, s: u32, e: u32) -> bool {
 mod tests {
     use super::*;
 
+    /// A plain RFC 4960 receiver (no CMT, so no DAC).
     fn rx(rbuf_bytes: u64) -> Receiver {
-        let mut r = Receiver::new(&SctpConfig { rbuf_bytes, ..Default::default() }, 2);
+        let mut r = Receiver::new(&SctpConfig { rbuf_bytes, cmt: false, ..Default::default() }, 2);
         r.set_peer_initial_tsn(1);
         r
+    }
+
+    #[test]
+    fn dac_delays_sacks_under_reordering_and_carries_the_packet_count() {
+        let mut r = Receiver::new(&SctpConfig { rbuf_bytes: 10_000, ..Default::default() }, 2);
+        r.set_peer_initial_tsn(1);
+        r.on_data(SimTime::ZERO, 2, 100, 1);
+        assert!(!r.sack_due(SimTime::ZERO), "a new gap does not force a SACK under DAC");
+        r.on_data(SimTime::ZERO, 3, 100, 1);
+        assert!(r.sack_due(SimTime::ZERO), "every second packet still");
+        assert_eq!(r.make_sack().flags, crate::sctp::variants::dac::SACK_FLAG_DAC_TWO);
+        r.on_data(SimTime::ZERO, 1, 100, 0);
+        assert!(!r.sack_due(SimTime::ZERO), "nor does the packet that closes it");
+        r.on_data(SimTime::ZERO, 1, 100, 0);
+        assert!(r.sack_due(SimTime::ZERO), "a duplicate is acked at once");
     }
 
     #[test]

@@ -6,7 +6,14 @@
 //! 6.1). Flight sizes and windows count payload bytes; cwnd grows by the
 //! MTU, as Linux's SCTP does (net/sctp/transport.c).
 
-use super::SctpConfig;
+use super::variants::cucv2::{self, CucVersion, GrowthInput, OutstandingTsn, PseudoCumacks};
+use super::variants::dac::DacCount;
+use super::variants::iopd::{Iopd, OosClass};
+use super::variants::mcc::{self, MccConfig};
+use super::variants::rtx_policy::{choose_rtx_dest, LossRateEstimator, RtxChoice, RtxPolicy};
+use super::variants::sfr::{self, MissingRule, MissingTsn, SackEvidence, SfrHighest};
+use super::variants::{smos, DestState, TieBreak, TsnDest};
+use super::{SctpConfig, Variant};
 use mpsim_core::sctp::SackChunk;
 use mpsim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -50,6 +57,10 @@ pub struct DestStats {
     pub timeouts: u64,
     /// Fast-retransmit window reductions.
     pub fast_recoveries: u64,
+    /// SMT: fast retransmissions of TSNs lost on this destination that
+    /// IOPD classed as inter-path (reordering across paths) or intra-path.
+    pub fast_rtx_inter: u64,
+    pub fast_rtx_intra: u64,
 }
 
 /// Per-destination transmission state (RFC 4960 sections 6.3, 7.2, 8.2).
@@ -141,6 +152,10 @@ pub(super) struct Sender {
     rr_next: usize,
     /// A fast retransmission may go out regardless of cwnd (RFC 4960 section 7.2.4).
     fast_rtx_pending: bool,
+    /// SMT's inter-path / intra-path pointers (kept for every multipath variant).
+    iopd: Iopd,
+    /// RTX-LOSSRATE's loss rate per destination.
+    losses: LossRateEstimator,
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
@@ -162,6 +177,9 @@ impl Sender {
             primary: 0,
             rr_next: 0,
             fast_rtx_pending: false,
+            iopd: Iopd::new(n_paths),
+            // Iyengar, Amer, Stewart (ICON 2004): the last 1000 sends.
+            losses: LossRateEstimator::new(n_paths, 1000),
             #[cfg(test)]
             sent_log: Vec::new(),
         }
@@ -226,7 +244,9 @@ impl Sender {
         }
         let n = self.dests.len();
         let flight_before: Vec<u64> = self.dests.iter().map(|d| d.flight_bytes).collect();
-        let mut acks = SackAcks { newly_bytes: vec![0; n], rtt_from: vec![None; n], highest_newly: None };
+        // CUCv2's trackers hold what was outstanding before the SACK (docs/cmt.md, step 1).
+        let outstanding_before = if self.multipath() { self.outstanding_tsns() } else { Vec::new() };
+        let mut acks = SackAcks { newly_bytes: vec![0; n], rtt_from: vec![None; n], highest_newly: None, newly: Vec::new() };
         let cum_advanced = sack.cum_tsn > self.cum_ack;
         while self.cum_ack < sack.cum_tsn {
             // The loop stops at `sack.cum_tsn < next_tsn`: a record exists.
@@ -252,12 +272,16 @@ impl Sender {
                 self.dests[d].on_rtt(now.saturating_since(*t), &cfg);
             }
         }
-        if let Some(htna) = acks.highest_newly {
-            self.count_missing_reports(htna, &acks);
-        }
-        for (d, &flight) in flight_before.iter().enumerate() {
-            if self.may_grow_cwnd(d, cum_advanced) {
-                self.grow_cwnd(d, acks.newly_bytes[d], flight);
+        if self.multipath() {
+            self.variant_sack(now, sack, &acks, &outstanding_before, cum_advanced);
+        } else {
+            if let Some(htna) = acks.highest_newly {
+                self.count_missing_reports(htna, &acks);
+            }
+            for (d, &flight) in flight_before.iter().enumerate() {
+                if self.may_grow_cwnd(d, cum_advanced) {
+                    self.grow_cwnd(d, acks.newly_bytes[d], flight);
+                }
             }
         }
         self.after_sack(now, sack, &acks);
@@ -274,6 +298,7 @@ impl Sender {
         d.error_count = 0;
         d.active = true;
         acks.newly_bytes[rec.dest] += rec.len as u64;
+        acks.newly.push(TsnDest::new(tsn, rec.dest));
         acks.highest_newly = Some(acks.highest_newly.map_or(tsn, |h: u32| h.max(tsn)));
         // Karn's rule (RFC 4960 section 6.3.1 C5): first transmissions only.
         if rec.tx_count == 1 && rec.state == ChunkState::Outstanding {
@@ -303,31 +328,35 @@ impl Sender {
         }
     }
 
-    /// Variant hook (SFR, DAC, IOPD): missing reports a SACK adds to the
-    /// outstanding TSN at `idx`. RFC 4960 section 7.2.4 (HTNA): one.
+    /// Plain SCTP: missing reports a SACK adds to the outstanding TSN at
+    /// `idx`. RFC 4960 section 7.2.4 (HTNA): one. (Variants: `variant_sack`.)
     fn missing_report_increment(&self, _tsn: u32, _idx: usize, _acks: &SackAcks) -> u32 {
         1
     }
 
-    /// Variant hook (CUCv2): destination `d` may grow its cwnd on this
-    /// SACK. RFC 4960 section 7.2.1/7.2.2: when the cumulative ack
+    /// Plain SCTP: destination `d` may grow its cwnd on this SACK. RFC 4960 section 7.2.1/7.2.2: when the cumulative ack
     /// advanced, and not in fast recovery.
     fn may_grow_cwnd(&self, d: usize, cum_advanced: bool) -> bool {
         cum_advanced && self.dests[d].fast_recovery_exit.is_none()
     }
 
-    /// Variant hook (MCC): a TSN reaching the threshold cuts its
-    /// destination's window. RFC 4960 section 7.2.4: always.
+    /// Plain SCTP: a TSN reaching the threshold cuts its destination's
+    /// window. RFC 4960 section 7.2.4: always.
     fn reduces_window(&self, _tsn: u32, _dest: usize) -> bool {
         true
     }
 
-    /// Variant hook (the RTX policies): the destination a retransmission of
+    /// The destination a retransmission of
     /// a chunk last sent to `dest` goes to. A fast retransmission stays on
     /// its destination (RTX-SAME, plain CMT's); a timeout's go to another
     /// active destination (RFC 4960 section 6.4.1, as Linux's
     /// `sctp_retransmit`), and so do those of an inactive destination.
+    /// CMT and its variants: RTX-SSTHRESH, the policy Iyengar et al.
+    /// recommend.
     fn rtx_destination(&self, _tsn: u32, dest: usize, timeout: bool) -> usize {
+        if self.multipath() {
+            return self.policy_rtx_dest(dest);
+        }
         let alternate = (1..self.dests.len()).map(|k| (dest + k) % self.dests.len()).find(|&d| self.dests[d].active);
         if !self.dests[dest].active || timeout {
             return alternate.unwrap_or(dest);
@@ -335,13 +364,24 @@ impl Sender {
         dest
     }
 
-    /// Variant hook (SMOS): the destination that takes the next new chunk,
+    /// The destination that takes the next new chunk,
     /// if any has room. Plain SCTP: the primary (or the first active
     /// destination when it is not). CMT: round-robin over the active
     /// destinations with cwnd room (Iyengar et al. 2006, section II).
-    fn next_new_data_destination(&mut self) -> Option<usize> {
+    /// SMOS: the destination where the chunk is predicted to arrive first,
+    /// if it has room; otherwise wait for it.
+    fn next_new_data_destination(&mut self, now: SimTime) -> Option<usize> {
         let n = self.dests.len();
         let room = |d: &Dest| d.flight_bytes < d.cwnd_bytes;
+        if self.multipath() && self.cfg.variant == Variant::Smos && self.dests.iter().any(|d| d.active) {
+            // Liao et al. 2010, online form: a chunk queued behind a
+            // destination's flight arrives at now + flight·srtt/cwnd +
+            // srtt/2; sending it on a slower path that has room now would
+            // arrive later than waiting for the fast one.
+            let queued: Vec<u64> = self.dests.iter().map(|d| d.flight_bytes).collect();
+            let d = smos::choose_dest(now, &self.dest_states(), &queued, &mut TieBreak::LowestIndex)?;
+            return room(&self.dests[d]).then_some(d);
+        }
         if !self.cfg.cmt {
             let d = if self.dests[self.primary].active {
                 self.primary
@@ -378,6 +418,187 @@ impl Sender {
         rec.state = ChunkState::MarkedRtx { fast: true };
         rec.fast_retransmitted = true;
         rec.rtx_dest = rtx_dest;
+        self.fast_rtx_pending = true;
+    }
+
+    // ----- the multipath variants (docs/cmt.md, "Order of calls on a SACK") -----
+
+    /// The variants' decision rules apply: CMT is on and there is more than
+    /// one destination. Plain single-destination SCTP keeps RFC 4960's rules.
+    fn multipath(&self) -> bool {
+        self.cfg.cmt && self.dests.len() > 1
+    }
+
+    /// The per-destination state the decision rules read.
+    fn dest_states(&self) -> Vec<DestState> {
+        (self.dests.iter().enumerate())
+            .map(|(i, d)| DestState {
+                flight_bytes: d.flight_bytes,
+                pba_bytes: d.pba_bytes,
+                srtt: d.srtt,
+                rttvar: d.rttvar,
+                fast_recovery_exit: d.fast_recovery_exit,
+                active: d.active,
+                loss: self.losses.rate(i),
+                ..DestState::new(d.cwnd_bytes, d.ssthresh_bytes)
+            })
+            .collect()
+    }
+
+    /// Takes back the window rules' results.
+    fn store_windows(&mut self, states: &[DestState]) {
+        for (d, st) in self.dests.iter_mut().zip(states) {
+            d.cwnd_bytes = st.cwnd_bytes;
+            d.ssthresh_bytes = st.ssthresh_bytes;
+            d.pba_bytes = st.pba_bytes;
+            d.fast_recovery_exit = st.fast_recovery_exit;
+        }
+    }
+
+    /// TSNs sent and neither acknowledged nor waiting for a retransmission.
+    fn outstanding_tsns(&self) -> Vec<OutstandingTsn> {
+        (0..self.chunks.len())
+            .filter(|&i| self.chunks[i].state == ChunkState::Outstanding)
+            .map(|i| OutstandingTsn {
+                tsn: self.tsn_at(i),
+                dest: self.chunks[i].dest,
+                retransmitted: self.chunks[i].tx_count > 1,
+            })
+            .collect()
+    }
+
+    /// The outstanding TSNs below `htna` (the ones a SACK can report
+    /// missing), with their indices.
+    fn missing_candidates(&self, htna: Option<u32>) -> (Vec<usize>, Vec<MissingTsn>) {
+        let Some(htna) = htna else { return (Vec::new(), Vec::new()) };
+        (0..self.chunks.len())
+            .take_while(|&i| self.tsn_at(i) < htna)
+            .filter(|&i| self.chunks[i].state == ChunkState::Outstanding)
+            .map(|i| {
+                let r = &self.chunks[i];
+                let m = MissingTsn {
+                    tsn: self.tsn_at(i),
+                    dest: r.dest,
+                    missing_reports: r.missing_reports,
+                    fast_retransmitted: r.fast_retransmitted,
+                    sent_at: r.sent_at,
+                };
+                (i, m)
+            })
+            .unzip()
+    }
+
+    /// One SACK under CMT, SMT or SMOS, after the acknowledgements are applied.
+    fn variant_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks, before: &[OutstandingTsn], cum_advanced: bool) {
+        let n = self.dests.len();
+        let ev = SackEvidence::new(n, &acks.newly);
+        let dac = Some(DacCount::from_sack_flags(sack.flags));
+        let (idxs, mut missing) = self.missing_candidates(ev.highest_newack());
+        match self.cfg.variant {
+            Variant::Smt => self.mcc_reports(now, &ev, dac, acks, &mut missing),
+            Variant::Cmt | Variant::Smos => self.sfr_reports(&ev, dac, &mut missing),
+        }
+        for (&i, m) in idxs.iter().zip(&missing) {
+            self.chunks[i].missing_reports = m.missing_reports;
+        }
+        // CUCv2 (Iyengar et al. 2006; FreeBSD rtx_pseudo_cumack): fast
+        // recovery ends first, then each destination may grow on a
+        // cumulative or pseudo-cumulative ack.
+        let got = PseudoCumacks::from_outstanding(n, before).new_pseudo_cumacks(&acks.newly, CucVersion::V2);
+        let mut states = self.dest_states();
+        for (d, st) in states.iter_mut().enumerate() {
+            st.on_cum_ack(self.cum_ack);
+            let input = GrowthInput { newly_acked_bytes: acks.newly_bytes[d], cum_advanced, new_pseudo_cumack: got[d] };
+            cucv2::grow_cwnd(st, input, self.mtu);
+        }
+        self.store_windows(&states);
+    }
+
+    /// CMT: split fast retransmit with DAC; each cut before the
+    /// retransmission destinations are chosen, so RTX-SSTHRESH sees the
+    /// reduced windows.
+    fn sfr_reports(&mut self, ev: &SackEvidence, dac: Option<DacCount>, missing: &mut [MissingTsn]) {
+        let marks = sfr::count_and_mark(ev, MissingRule::Sfr(SfrHighest::NewlyAcked), dac, missing, &self.dest_states());
+        for &d in &marks.cut {
+            let exit = self.highest_outstanding_tsn(d);
+            let mut states = self.dest_states();
+            if states[d].enter_fast_recovery(exit, self.mtu) {
+                self.dests[d].stats.fast_recoveries += 1;
+            }
+            self.store_windows(&states);
+        }
+        for t in &marks.marked {
+            let to = self.policy_rtx_dest(t.dest);
+            self.mark_for_fast_rtx(t.tsn, to);
+        }
+    }
+
+    /// SMT: IOPD classifies each TSN at its third report; MCC resends it on
+    /// the fastest path and halves its own path's window only for an
+    /// intra-path loss (Khan & Qadir, Algorithm 1 and section 3).
+    fn mcc_reports(
+        &mut self,
+        now: SimTime,
+        ev: &SackEvidence,
+        dac: Option<DacCount>,
+        acks: &SackAcks,
+        missing: &mut [MissingTsn],
+    ) {
+        self.iopd.on_sack(&acks.newly, &self.outstanding_tsns());
+        let mut states = self.dest_states();
+        let actions = mcc::count_and_react(ev, &self.iopd, dac, missing, &mut states, now, MccConfig::new(self.mtu));
+        self.store_windows(&states);
+        for a in actions {
+            let stats = &mut self.dests[a.from].stats;
+            stats.fast_recoveries += u64::from(a.window_cut);
+            match a.class {
+                OosClass::Inter => stats.fast_rtx_inter += 1,
+                OosClass::Intra => stats.fast_rtx_intra += 1,
+            }
+            self.mark_for_fast_rtx(a.tsn, a.rtx_dest);
+        }
+        self.iopd.research_low(&self.outstanding_tsns());
+    }
+
+    /// The configured retransmission policy over the active destinations
+    /// (Iyengar, Amer, Stewart, ICON 2004); ties to the lowest index.
+    /// RTX-ASAP with no room anywhere keeps `last_dest` here and is asked
+    /// again when the retransmission can go (`next_retransmission`).
+    fn policy_rtx_dest(&self, last_dest: usize) -> usize {
+        match choose_rtx_dest(self.cfg.rtx_policy, last_dest, &self.dest_states(), &mut TieBreak::LowestIndex) {
+            RtxChoice::Now(d) => d,
+            RtxChoice::WhenRoom => last_dest,
+        }
+    }
+
+    /// A loss of `tsn` sent to `d`, for RTX-LOSSRATE.
+    fn note_loss(&mut self, d: usize, tsn: u32) {
+        if self.multipath() {
+            self.losses.on_loss(d, tsn);
+        }
+    }
+
+    /// RTX-ASAP: a retransmission goes to whichever active destination has
+    /// room when it can go (SMT's fast retransmissions keep MCC's choice).
+    fn asap_dest(&self) -> Option<usize> {
+        if !(self.multipath() && self.cfg.rtx_policy == RtxPolicy::Asap && self.cfg.variant != Variant::Smt) {
+            return None;
+        }
+        (0..self.dests.len()).find(|&d| self.dests[d].active && self.dests[d].flight_bytes < self.dests[d].cwnd_bytes)
+    }
+
+    /// Marks outstanding `tsn` for a fast retransmission to `to`; its bytes
+    /// leave its destination's flight.
+    fn mark_for_fast_rtx(&mut self, tsn: u32, to: usize) {
+        let idx = (tsn - self.cum_ack - 1) as usize;
+        let rec = self.chunks[idx];
+        debug_assert_eq!(rec.state, ChunkState::Outstanding);
+        self.dests[rec.dest].flight_bytes -= rec.len as u64;
+        self.note_loss(rec.dest, tsn);
+        let r = &mut self.chunks[idx];
+        r.state = ChunkState::MarkedRtx { fast: true };
+        r.fast_retransmitted = true;
+        r.rtx_dest = to;
         self.fast_rtx_pending = true;
     }
 
@@ -453,6 +674,7 @@ impl Sender {
             let rec = self.chunks[idx];
             if rec.dest == d && rec.state == ChunkState::Outstanding {
                 self.dests[d].flight_bytes -= rec.len as u64;
+                self.note_loss(d, self.tsn_at(idx));
                 let rtx_dest = self.rtx_destination(self.tsn_at(idx), d, true);
                 let r = &mut self.chunks[idx];
                 r.state = ChunkState::MarkedRtx { fast: false };
@@ -509,7 +731,7 @@ impl Sender {
         if (len as u64) > self.peer_rwnd_bytes && in_flight > 0 {
             return None;
         }
-        let d = self.next_new_data_destination()?;
+        let d = self.next_new_data_destination(now)?;
         self.idle_cwnd_decay(now, d);
         let tsn = self.next_tsn;
         self.next_tsn += 1;
@@ -529,7 +751,7 @@ impl Sender {
         self.chunks.push_back(rec);
         #[cfg(test)]
         self.sent_log.push((tsn, len));
-        self.on_sent(now, d, len, false);
+        self.on_sent(now, tsn, d, len, false);
         Some(DataTx { tsn, len, dest: d, retransmission: false })
     }
 
@@ -538,7 +760,7 @@ impl Sender {
     fn next_retransmission(&mut self, now: SimTime) -> Option<DataTx> {
         for idx in 0..self.chunks.len() {
             let ChunkState::MarkedRtx { fast } = self.chunks[idx].state else { continue };
-            let d = self.chunks[idx].rtx_dest;
+            let d = self.asap_dest().unwrap_or(self.chunks[idx].rtx_dest);
             let room = self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
             if !(room || fast && self.fast_rtx_pending) {
                 continue;
@@ -553,14 +775,19 @@ impl Sender {
             rec.tx_count += 1;
             rec.missing_reports = 0;
             let len = rec.len;
-            self.on_sent(now, d, len, true);
+            let tsn = self.tsn_at(idx);
+            self.on_sent(now, tsn, d, len, true);
             return Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true });
         }
         self.fast_rtx_pending = false;
         None
     }
 
-    fn on_sent(&mut self, now: SimTime, d: usize, len: u32, retransmission: bool) {
+    fn on_sent(&mut self, now: SimTime, tsn: u32, d: usize, len: u32, retransmission: bool) {
+        if self.multipath() {
+            self.iopd.on_send(TsnDest::new(tsn, d));
+            self.losses.on_send(d, tsn);
+        }
         self.peer_rwnd_bytes = self.peer_rwnd_bytes.saturating_sub(len as u64);
         let dest = &mut self.dests[d];
         dest.flight_bytes += len as u64;
@@ -593,6 +820,8 @@ struct SackAcks {
     /// Send time of the latest first transmission newly acked (an RTT sample).
     rtt_from: Vec<Option<SimTime>>,
     highest_newly: Option<u32>,
+    /// Every TSN newly acknowledged, with the destination it was last sent to.
+    newly: Vec<TsnDest>,
 }
 
 #[cfg(test)]
@@ -604,6 +833,107 @@ mod tests {
         let mut s = Sender::new(&cfg, n_paths);
         s.write(None);
         s
+    }
+
+    /// Two destinations under `variant`; the first flight is TSNs 1..=8,
+    /// odd ones on destination 0, even ones on destination 1.
+    fn variant_sender(variant: Variant) -> Sender {
+        let cfg = SctpConfig { cmt: true, variant, rbuf_bytes: 1 << 20, ..Default::default() };
+        let mut s = Sender::new(&cfg, 2);
+        s.write(None);
+        s
+    }
+
+    fn ms(v: u64) -> SimTime {
+        SimTime::ZERO + SimDuration::from_millis(v)
+    }
+
+    #[test]
+    fn cmt_split_fast_retransmit_counts_reports_per_destination() {
+        let mut s = variant_sender(Variant::Cmt);
+        let sent = drain(&mut s, SimTime::ZERO);
+        assert_eq!(sent.iter().map(|t| t.dest).collect::<Vec<_>>(), [0, 1, 0, 1, 0, 1, 0, 1]);
+        // Destination 1's TSNs 2, 4, 6 overtake TSN 1: no evidence against it.
+        for gaps in [&[(2, 2)][..], &[(2, 2), (4, 4)], &[(2, 2), (4, 4), (6, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!(s.dests[0].stats.fast_recoveries, 0);
+        assert!(s.next_retransmission(ms(10)).is_none(), "TSN 1 marked on reordering alone");
+        // Destination 0's own TSNs 3, 5, 7 are: TSN 1 is lost.
+        for gaps in [&[(2, 4)][..], &[(2, 6)], &[(2, 7)]] {
+            s.on_sack(ms(20), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!(s.dests[0].stats.fast_recoveries, 1);
+        let rtx = s.next_data(ms(20)).expect("the fast retransmission");
+        assert_eq!((rtx.tsn, rtx.retransmission), (1, true));
+        assert_eq!(rtx.dest, 1, "RTX-SSTHRESH: the destination with the larger ssthresh");
+    }
+
+    #[test]
+    fn the_configured_rtx_policy_chooses_the_fast_retransmission_destination() {
+        let cfg = SctpConfig { rtx_policy: RtxPolicy::Same, rbuf_bytes: 1 << 20, ..Default::default() };
+        let mut s = Sender::new(&cfg, 2);
+        s.write(None);
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(3, 3)][..], &[(3, 3), (5, 5)], &[(3, 3), (5, 5), (7, 7)]] {
+            s.on_sack(ms(20), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!(s.next_data(ms(20)).map(|t| (t.tsn, t.dest)), Some((1, 0)), "RTX-SAME");
+    }
+
+    #[test]
+    fn cucv2_grows_a_destination_on_its_pseudo_cumack() {
+        let mut s = variant_sender(Variant::Cmt);
+        drain(&mut s, SimTime::ZERO);
+        // TSN 1 is still missing, so the cumulative ack does not move; TSN 2
+        // is destination 1's oldest outstanding TSN.
+        s.on_sack(ms(10), &sack(0, &[(2, 2)], 1 << 20));
+        assert_eq!(s.dests[1].cwnd_bytes, 4380 + 1452);
+        assert_eq!(s.dests[0].cwnd_bytes, 4380);
+    }
+
+    #[test]
+    fn smt_resends_an_inter_path_hole_on_the_fastest_path_without_a_cut() {
+        let mut s = variant_sender(Variant::Smt);
+        s.dests[0].srtt = Some(SimDuration::from_millis(400));
+        s.dests[1].srtt = Some(SimDuration::from_millis(20));
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(2, 2)][..], &[(2, 2), (4, 4)], &[(2, 2), (4, 4), (6, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        // Nothing of destination 0 is acked yet: TSN 1 is only late.
+        assert_eq!((s.dests[0].stats.fast_rtx_inter, s.dests[0].stats.fast_recoveries), (1, 0));
+        assert_eq!(s.dests[0].cwnd_bytes, 4380);
+        let rtx = s.next_data(ms(10)).expect("the fast retransmission");
+        assert_eq!((rtx.tsn, rtx.retransmission, rtx.dest), (1, true, 1));
+    }
+
+    #[test]
+    fn smt_cuts_the_window_of_an_intra_path_loss() {
+        let mut s = variant_sender(Variant::Smt);
+        s.dests[0].cwnd_bytes = 8 * 1500;
+        s.dests[0].srtt = Some(SimDuration::from_millis(400));
+        s.dests[1].srtt = Some(SimDuration::from_millis(20));
+        drain(&mut s, SimTime::ZERO);
+        // A later TSN of destination 0 (3) arrives before TSN 1: TSN 1 is lost on its own path.
+        for gaps in [&[(3, 3)][..], &[(2, 4)], &[(2, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!((s.dests[0].stats.fast_rtx_intra, s.dests[0].stats.fast_recoveries), (1, 1));
+        assert_eq!(s.dests[0].ssthresh_bytes, 6000);
+        assert_eq!(s.next_data(ms(10)).map(|t| (t.tsn, t.dest)), Some((1, 1)));
+    }
+
+    #[test]
+    fn smos_sends_where_the_chunk_arrives_first() {
+        let mut s = variant_sender(Variant::Smos);
+        s.dests[0].srtt = Some(SimDuration::from_millis(1000));
+        s.dests[1].srtt = Some(SimDuration::from_millis(50));
+        let sent = drain(&mut s, SimTime::ZERO);
+        // A full window on destination 1 still arrives (at most 75 ms)
+        // before a chunk on destination 0 (500 ms): wait for destination 1.
+        assert_eq!(sent.len(), 4, "{sent:?}");
+        assert!(sent.iter().all(|t| t.dest == 1), "{sent:?}");
     }
 
     fn sack(cum_tsn: u32, gaps: &[(u16, u16)], a_rwnd_bytes: u32) -> SackChunk {

@@ -2,7 +2,8 @@
 //! driver (quinn-proto's `Pair`) with loss, reordering, duplication and a
 //! path that fails and returns, and the integrity property over it.
 
-use super::{AssocState, Association, PathAddrs, SctpConfig};
+use super::variants::rtx_policy::RtxPolicy;
+use super::{AssocState, Association, PathAddrs, SctpConfig, Variant};
 use crate::tcp::AppEvent;
 use crate::transport::Transport;
 use mpsim_core::sctp::Chunk;
@@ -271,7 +272,8 @@ proptest::proptest! {
         jitter_ms in 0u64..60,
         delay_b_ms in 5u64..150,
         fail in proptest::option::of((1u64..10, 1u64..40)),
-        cmt in proptest::bool::ANY,
+        scheme in 0usize..4,
+        policy in 0usize..5,
         rbuf_kb in 8u64..128,
         seed in 0u64..1_000_000,
         bytes in 1u64..400_000,
@@ -279,7 +281,10 @@ proptest::proptest! {
         let a = PathModel { delay: SimDuration::from_millis(10), jitter: SimDuration::from_millis(jitter_ms), loss, dup, down: None };
         let mut b = PathModel { delay: SimDuration::from_millis(delay_b_ms), ..a };
         b.down = fail.map(|(from, len)| (secs(from), secs(from + len)));
-        let cfg = SctpConfig { cmt, rbuf_bytes: rbuf_kb * 1024, hb_interval: SimDuration::from_secs(2), ..Default::default() };
+        // Plain SCTP over two destinations (primary only), then each variant.
+        let (cmt, variant) = [(false, Variant::Cmt), (true, Variant::Cmt), (true, Variant::Smt), (true, Variant::Smos)][scheme];
+        let rtx_policy = [RtxPolicy::Ssthresh, RtxPolicy::Same, RtxPolicy::Asap, RtxPolicy::Cwnd, RtxPolicy::LossRate][policy];
+        let cfg = SctpConfig { cmt, variant, rtx_policy, rbuf_bytes: rbuf_kb * 1024, hb_interval: SimDuration::from_secs(2), ..Default::default() };
         check_integrity(cfg, vec![a, b], bytes, seed);
     }
 }

@@ -26,6 +26,20 @@ pub enum RtxPolicy {
     LossRate,
 }
 
+impl RtxPolicy {
+    /// The policy named by the scenario (`None`: RTX-SSTHRESH).
+    pub fn parse(name: Option<&str>) -> Option<RtxPolicy> {
+        match name {
+            None | Some("ssthresh") => Some(RtxPolicy::Ssthresh),
+            Some("same") => Some(RtxPolicy::Same),
+            Some("asap") => Some(RtxPolicy::Asap),
+            Some("cwnd") => Some(RtxPolicy::Cwnd),
+            Some("lossrate") => Some(RtxPolicy::LossRate),
+            Some(_) => None,
+        }
+    }
+}
+
 /// The destination chosen for a retransmission.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RtxChoice {

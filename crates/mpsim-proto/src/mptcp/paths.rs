@@ -6,7 +6,7 @@
 
 use super::connection::{Conn, Sub};
 use super::scheduler::{Candidate, PathStates, Scheduler};
-use super::sender::NextSeg;
+use super::sender::{NextSeg, UPSTREAM_DATA_FRAG_BYTES};
 use super::MptcpConfig;
 use crate::buffers;
 use mpsim_cc::{CaState, SubflowCc};
@@ -191,11 +191,11 @@ impl Conn {
         self.tx.redundant_next(r, self.subs[r].redundant_next, backup_only_new, self.cfg.tcp.mss_bytes)
     }
 
-    /// Upstream `mptcp_retransmit_timer` and `__mptcp_retrans`: the oldest
-    /// data not DATA_ACKed goes again on the subflow
-    /// `mptcp_subflow_get_retrans` picks; subflows with data outstanding
-    /// count an interval without progress (`mptcp_pm_subflow_chk_stale`)
-    /// first.
+    /// Upstream `mptcp_retransmit_timer` and `__mptcp_retrans`: what was
+    /// sent of the oldest data fragment not DATA_ACKed goes again, whole,
+    /// on the subflow `mptcp_subflow_get_retrans` picks; subflows with
+    /// data outstanding count an interval without progress
+    /// (`mptcp_pm_subflow_chk_stale`) first.
     pub(super) fn upstream_retransmit(&mut self) {
         let mut min_stale = u8::MAX;
         for r in 0..self.subs.len() {
@@ -206,8 +206,11 @@ impl Conn {
             }
         }
         let Some(r) = Scheduler::pick_retrans(&self.paths(), min_stale) else { return };
-        let Some(seg) = self.tx.head_as_reinjection() else { return };
-        self.transmit_on(r, seg);
+        // `__mptcp_retrans` loops `mptcp_sendmsg_frag` until the fragment's
+        // `already_sent` is queued on the subflow, whatever its window.
+        for seg in self.tx.head_fragment_as_reinjections(UPSTREAM_DATA_FRAG_BYTES) {
+            self.transmit_on(r, seg);
+        }
     }
 
     /// One more interval without progress on subflow `r`; once stale it is

@@ -13,6 +13,12 @@ use std::collections::VecDeque;
 /// Sequence values beyond any real transfer ("unlimited" application data).
 pub(super) const UNLIMITED: u64 = u64::MAX / 4;
 
+/// Upstream MPTCP's data fragment (`struct mptcp_data_frag`): what one
+/// 32 KiB page fragment holds after the fragment's 40-byte header
+/// (`mptcp_carve_data_frag`, net/mptcp/protocol.c). Bulk writes fill
+/// pages back to back, so fragments start every this many bytes of DSN.
+pub(super) const UPSTREAM_DATA_FRAG_BYTES: u64 = 32_768 - 40;
+
 /// A connection-level segment not yet DATA_ACKed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct MetaSeg {
@@ -212,6 +218,24 @@ impl DataSender {
         let head = self.unacked.front_mut()?;
         head.in_reinject_queue = true;
         Some(NextSeg { dsn: head.dsn, len: head.len, reinject: Some(0) })
+    }
+
+    /// What was sent of the data fragment at the head, not yet DATA_ACKed,
+    /// to be sent again: `__mptcp_retrans` resends `mptcp_rtx_head` up to
+    /// its `already_sent` (net/mptcp/protocol.c). Fragments are
+    /// `frag_bytes` of DSN each from the first data byte.
+    pub fn head_fragment_as_reinjections(&mut self, frag_bytes: u64) -> Vec<NextSeg> {
+        let Some(head) = self.unacked.front() else { return Vec::new() };
+        let frag_end = 1 + ((head.dsn - 1) / frag_bytes + 1) * frag_bytes;
+        let n = self.unacked.partition_point(|s| s.dsn < frag_end);
+        self.unacked
+            .range_mut(..n)
+            .enumerate()
+            .map(|(i, s)| {
+                s.in_reinject_queue = true;
+                NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) }
+            })
+            .collect()
     }
 
     /// Subflows that carried the unacknowledged segment `i`.
@@ -416,6 +440,26 @@ mod tests {
         assert_eq!(s.nxt(), 2_501);
         assert!(s.idle());
         assert_eq!(s.path_mask(2), 0b10);
+    }
+
+    #[test]
+    fn the_head_fragment_is_resent_up_to_what_was_sent_of_it() {
+        let mut s = sender(10_000);
+        send_all_on(&mut s, 0);
+        // Fragments of 4,000 bytes: [1, 4001), [4001, 8001), ...
+        let again = s.head_fragment_as_reinjections(4_000);
+        let ranges: Vec<(u64, Option<usize>)> = again.iter().map(|g| (g.dsn, g.reinject)).collect();
+        assert_eq!(ranges, vec![(1, Some(0)), (1001, Some(1)), (2001, Some(2)), (3001, Some(3))]);
+        // Half of the head fragment DATA_ACKed: its rest only.
+        s.on_data_ack(2_501, 65_536);
+        let again = s.head_fragment_as_reinjections(4_000);
+        assert_eq!(again.iter().map(|g| g.dsn).collect::<Vec<_>>(), vec![2_501, 3_001]);
+        // In the second fragment, only what was sent of it.
+        let mut s = sender(5_500);
+        send_all_on(&mut s, 0);
+        s.on_data_ack(4_001, 65_536);
+        let again = s.head_fragment_as_reinjections(4_000);
+        assert_eq!(again.iter().map(|g| (g.dsn, g.len)).collect::<Vec<_>>(), vec![(4_001, 1_000), (5_001, 500)]);
     }
 
     #[test]

@@ -264,7 +264,9 @@ def test_with_an_engine_that_runs_controllers_their_rows_are_filled(tmp_path, mo
     pinned-path emulations, which this engine runs."""
     original = a.controller_variant
 
-    def stand_in(ctx, name, size=None):
+    def stand_in(ctx, name, size=None, *, tcp=False):
+        if tcp:
+            return a.three_path_variant(ctx, tcp=True, sizes=None if size is None else [size])
         if name == a.CONTROLLER_FILES["disjoint"]:
             return a.three_path_variant(ctx, sizes=None if size is None else [size])
         if name == a.CONTROLLER_FILES["mpsshetn"]:

@@ -222,17 +222,12 @@ def fat_tree(
     `net` if given, else to a new Network with ECMP forwarding (further
     keyword arguments are its `[simulation]` keys, as for `Network`).
     """
-    from .datacenter import DatacenterError, fat_tree_tables
+    from .datacenter import fat_tree_tables
 
     call = f"fat_tree({k!r})"
     keys = _tiers({"bw": bandwidth, "delay": delay, "queue": queue}, tiers, FAT_TREE_TIERS, oversubscription, call)
-    try:
-        fab = fat_tree_tables(k, keys)
-    except DatacenterError as exc:
-        raise ScenarioError(str(exc), file=call, key=exc.key) from None
     out = _fabric_network(net, name, seed, duration, forwarding, simulation)
-    out.add_tables(fab.nodes, fab.links, call)
-    return out
+    return _add_fabric(out, lambda: fat_tree_tables(k, keys), call)
 
 
 def leaf_spine(
@@ -256,14 +251,22 @@ def leaf_spine(
 
     Tiers `host` (host to leaf) and `spine` (leaf to spine); otherwise as `fat_tree`.
     """
-    from .datacenter import DatacenterError, leaf_spine_tables
+    from .datacenter import leaf_spine_tables
 
     call = f"leaf_spine({leaves!r}, {spines!r}, {hosts_per_leaf!r})"
     keys = _tiers({"bw": bandwidth, "delay": delay, "queue": queue}, tiers, LEAF_SPINE_TIERS, oversubscription, call)
+    out = _fabric_network(net, name, seed, duration, forwarding, simulation)
+    return _add_fabric(out, lambda: leaf_spine_tables(leaves, spines, hosts_per_leaf, keys), call)
+
+
+def _add_fabric(net: Network, make: Any, call: str) -> Network:
+    """Adds the node and link tables `make()` generates to `net`; a bad
+    argument is a ScenarioError naming the call and the argument."""
+    from .datacenter import DatacenterError
+
     try:
-        fab = leaf_spine_tables(leaves, spines, hosts_per_leaf, keys)
+        fab = make()
     except DatacenterError as exc:
         raise ScenarioError(str(exc), file=call, key=exc.key) from None
-    out = _fabric_network(net, name, seed, duration, forwarding, simulation)
-    out.add_tables(fab.nodes, fab.links, call)
-    return out
+    net.add_tables(fab.nodes, fab.links, call)
+    return net

@@ -42,3 +42,7 @@ class Simulation:
     ) -> dict[str, dict[str, tuple[Literal["f64", "i64"], bytes] | tuple[Literal["dict"], list[str], bytes]]]:
         """`{table: {column: buffer}}`: `("f64" | "i64", little-endian values)`
         or `("dict", distinct values, little-endian u32 index per row)`."""
+
+def vocabulary_json() -> str:
+    """The names and defaults a scenario may use, as JSON (see mpsim.vocabulary)."""
+    ...

@@ -33,11 +33,12 @@ from .scenario import (
     Scenario,
 )
 
+from .vocabulary import VOCABULARY
 from .workloads import CdfError, load_bandwidth_bps, load_cdf
 
 Problem = tuple[Loc, str]
 ETHERNET_HEADER_BYTES = 14
-VEGAS_DEFAULTS = {"alpha": 2.0, "beta": 4.0}  # Linux tcp_vegas.c, the engine's defaults
+VEGAS_DEFAULTS: dict[str, float] = VOCABULARY["cc_param_defaults"]["vegas"]  # Linux tcp_vegas.c
 Trace = list[list[int]]
 
 APP_KEYS: dict[str, set[str]] = {

@@ -49,45 +49,36 @@ from .locate import (
     toml_lines,
     yaml_lines,
 )
+from .vocabulary import VOCABULARY, literal, names
 
 if TYPE_CHECKING:
     from .datacenter import Topology, Traffic
 
 FORMAT_VERSION = 1
 DEFAULT_RCVBUF_BYTES = 6291456  # Linux tcp_rmem max
-CC_BY_TRANSPORT: dict[str, tuple[str, ...]] = {
-    "tcp": ("reno", "cubic", "vegas"),
-    "mptcp": ("reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas", "kellyvoice"),
-    "cmt": ("reno",),
-    "udp": (),
-}
-DEFAULT_CC = {"tcp": "reno", "mptcp": "lia", "cmt": "reno", "udp": None}
+CC_BY_TRANSPORT: dict[str, tuple[str, ...]] = {t: tuple(c) for t, c in VOCABULARY["cc_by_transport"].items()}
+DEFAULT_CC: dict[str, str | None] = VOCABULARY["default_cc"]
 # `cc_params` keys by controller, with the smallest value each accepts (packets).
-CC_PARAMS: dict[str, dict[str, float]] = {
-    "vegas": {"alpha": 0.0, "beta": 0.0, "gamma": 0.0},
-    "wvegas": {"total_alpha": 1.0, "initial_alpha": 1.0, "gamma": 0.0},
-    "balia": {"ssthresh_floor": 1.0},
-}
+CC_PARAMS: dict[str, dict[str, float]] = VOCABULARY["cc_params"]
 # Controllers whose linux mode follows the out-of-tree MPTCP kernel's coupled modules.
 LINUX_COUPLED_CC = ("lia", "olia", "balia")
-MPTCP_SCHEDULERS = ("default", "roundrobin", "redundant", "upstream")
-MPTCP_PATH_MANAGERS = ("default", "fullmesh", "ndiffports", "endpoints")
+MPTCP_SCHEDULERS = names("schedulers")
+MPTCP_PATH_MANAGERS = names("path_managers")
 # What the engine gets when a key is left out (filled in by spec.py).
-DEFAULT_SCHEDULER = "default"
-DEFAULT_PATH_MANAGER = "fullmesh"
-DEFAULT_NDIFFPORTS_SUBFLOWS = 2
-DEFAULT_MAX_SUBFLOWS = 2  # Linux net.mptcp endpoints limits
-DEFAULT_MAX_ADD_ADDR_ACCEPTED = 0
-DEFAULT_ADD_ADDR_TIMEOUT_PS = 120 * 10**12  # Linux net.mptcp.add_addr_timeout
-# ndiffports subflows in all, and the endpoints limits: at most 8, as the
-# Linux path manager (MPTCP_PM_ADDR_MAX); each connection has a block of 16 ports.
-MAX_MPTCP_SUBFLOWS = 8
-CONTROLLER_APPS = ("shortest", "ecmp", "disjoint", "mpsshetn")
+_DEFAULTS = VOCABULARY["defaults"]
+DEFAULT_SCHEDULER: str = _DEFAULTS["scheduler"]
+DEFAULT_PATH_MANAGER: str = _DEFAULTS["path_manager"]
+DEFAULT_NDIFFPORTS_SUBFLOWS: int = _DEFAULTS["ndiffports_subflows"]
+DEFAULT_MAX_SUBFLOWS: int = _DEFAULTS["max_subflows"]
+DEFAULT_MAX_ADD_ADDR_ACCEPTED: int = _DEFAULTS["max_add_addr_accepted"]
+DEFAULT_ADD_ADDR_TIMEOUT_PS: int = _DEFAULTS["add_addr_timeout_ps"]
+# ndiffports subflows in all, and the endpoints limits (Linux's MPTCP_PM_ADDR_MAX).
+MAX_MPTCP_SUBFLOWS: int = VOCABULARY["max_subflows"]
+CONTROLLER_APPS = names("controller_apps")
 # Interface MTU (IP packet) bounds: the datagram every IPv4 host accepts
 # (RFC 791) and the IPv4 total-length field; Ethernet's default.
-MIN_MTU_BYTES = 576
-MAX_MTU_BYTES = 65535
-DEFAULT_MTU_BYTES = 1500
+MIN_MTU_BYTES, MAX_MTU_BYTES = VOCABULARY["mtu_bytes_range"]
+DEFAULT_MTU_BYTES: int = _DEFAULTS["mtu_bytes"]
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]+$")
 
@@ -169,7 +160,7 @@ class Simulation(_Model):
     start_jitter_ps: TimePs = Field(0, alias="start_jitter")
     # Switches and routers: one shortest path per destination, or every equal-cost one with a
     # seeded 5-tuple hash per flow (ecmp); with reroute, routes follow links going down or up.
-    forwarding: Literal["shortest", "ecmp"] = "shortest"
+    forwarding: literal("forwarding") = "shortest"
     reroute: StrictBool = False
     reroute_delay_ps: TimePs = Field(DEFAULT_REROUTE_DELAY_PS, alias="reroute_delay")
 
@@ -180,7 +171,7 @@ class Node(_Model):
     name: Name
     kind: Literal["host", "switch", "router"] = "host"
     # Overrides [simulation] forwarding at this switch or router.
-    forwarding: Literal["shortest", "ecmp"] | None = None
+    forwarding: literal("forwarding") | None = None
 
     @field_validator("forwarding")
     @classmethod
@@ -236,7 +227,7 @@ class Loss(_Model):
 LossField = Annotated[Loss, BeforeValidator(_loss_input)]
 NO_LOSS = Loss(model="none")
 
-QdiscName = Literal["droptail", "red", "random_drop", "codel", "fq_codel"]
+QdiscName = literal("qdiscs")
 # Linux's default limits of its codel and fq_codel qdiscs, used when the link gives no queue.
 DEFAULT_QDISC_QUEUE = {"codel": {"packets": 1000}, "fq_codel": {"packets": 10240}}
 
@@ -452,18 +443,18 @@ class Flow(_Model):
     """`[[flow]]`: a transport connection plus the application on it."""
 
     name: Name | None = None
-    transport: Literal["tcp", "mptcp", "cmt", "udp"] = "tcp"
+    transport: literal("transports") = "tcp"
     client: Name
     server: Name
-    app: Literal["download", "upload", "http", "cbr", "onoff", "video"] = "download"
+    app: literal("apps") = "download"
     size_bytes: SizeBytes | None = Field(None, alias="size")
     start_ps: TimePs = Field(0, alias="start")
     stop_ps: TimePs | None = Field(None, alias="stop")
     cc: str | None = None
-    cc_mode: Literal["reference", "linux"] = "reference"
+    cc_mode: literal("cc_modes") = "reference"
     cc_params: dict[str, CcParam] | None = None
-    scheduler: Literal["default", "roundrobin", "redundant", "upstream"] | None = None
-    path_manager: Literal["default", "fullmesh", "ndiffports", "endpoints"] | None = None
+    scheduler: literal("schedulers") | None = None
+    path_manager: literal("path_managers") | None = None
     subflows: SubflowCount | None = None
     backup_interfaces: list[Name] | None = None
     max_subflows: SubflowLimit | None = None
@@ -488,8 +479,8 @@ class Flow(_Model):
     time_wait_ps: TimePs | None = Field(None, alias="time_wait")
     timestamps: StrictBool | None = None
     rack: StrictBool | None = None
-    variant: Literal["cmt", "smt", "smos"] | None = None
-    rtx_policy: Literal["ssthresh", "same", "asap", "cwnd", "lossrate"] | None = None
+    variant: literal("cmt_variants") | None = None
+    rtx_policy: literal("rtx_policies") | None = None
     rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
     sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")
     repeat: Count | None = None

@@ -230,16 +230,35 @@ pub const TCP_ALGORITHMS: &[&str] = &["reno", "cubic", "vegas"];
 pub const MPTCP_ALGORITHMS: &[&str] =
     &["reno", "cubic", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas", "kellyvoice"];
 
-/// The `cc_params` keys each controller has (spec: `name:key=value,...`).
-pub const CC_PARAMS: &[(&str, &[&str])] = &[
-    ("vegas", &["alpha", "beta", "gamma"]),
-    ("wvegas", &["total_alpha", "initial_alpha", "gamma"]),
-    ("balia", &["ssthresh_floor"]),
+/// One `cc_params` key of a controller and the smallest value it accepts
+/// (packets).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ParamDef {
+    pub key: &'static str,
+    pub min: f64,
+}
+
+const fn param(key: &'static str, min: f64) -> ParamDef {
+    ParamDef { key, min }
+}
+
+/// The `cc_params` each controller has (spec: `name:key=value,...`).
+/// Vegas's thresholds may be zero; wVegas's alphas are at least one packet
+/// (a smaller share rounds to nothing); Balia's ssthresh floor at least one.
+pub const CC_PARAMS: &[(&str, &[ParamDef])] = &[
+    ("vegas", &[param("alpha", 0.0), param("beta", 0.0), param("gamma", 0.0)]),
+    ("wvegas", &[param("total_alpha", 1.0), param("initial_alpha", 1.0), param("gamma", 0.0)]),
+    ("balia", &[param("ssthresh_floor", 1.0)]),
 ];
 
+/// The `cc_params` of controller `name` (none for most).
+pub fn param_defs(name: &str) -> &'static [ParamDef] {
+    CC_PARAMS.iter().find(|(n, _)| *n == name).map_or(&[], |(_, defs)| defs)
+}
+
 /// The `cc_params` keys of controller `name` (none for most).
-pub fn param_keys(name: &str) -> &'static [&'static str] {
-    CC_PARAMS.iter().find(|(n, _)| *n == name).map_or(&[], |(_, keys)| keys)
+pub fn param_keys(name: &str) -> Vec<&'static str> {
+    param_defs(name).iter().map(|d| d.key).collect()
 }
 
 impl Controller {
@@ -250,10 +269,10 @@ impl Controller {
         let c = match name {
             "vegas" => Controller::Vegas(Vegas::with_params(mode, VegasParams::take(&mut params)?)),
             "wvegas" => Controller::WVegas(WVegas::with_params(mode, WVegasParams::take(&mut params)?)),
-            "balia" => Controller::Balia(Balia::with_floor(mode, params.take("ssthresh_floor", 1.0)?)),
+            "balia" => Controller::Balia(Balia::with_floor(mode, params.take("ssthresh_floor")?)),
             _ => Self::without_params(name, mode)?,
         };
-        params.finish(param_keys(name))?;
+        params.finish(&param_keys(name))?;
         Ok(c)
     }
 
@@ -379,9 +398,9 @@ mod tests {
 
     #[test]
     fn every_parameter_key_is_accepted_by_its_controller() {
-        for (name, keys) in CC_PARAMS {
-            for key in *keys {
-                let spec = format!("{name}:{key}=3");
+        for (name, defs) in CC_PARAMS {
+            for d in *defs {
+                let spec = format!("{name}:{}=3", d.key);
                 assert!(Controller::new(&spec, CcMode::Reference).is_ok(), "{spec}");
             }
         }

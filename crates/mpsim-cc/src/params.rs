@@ -36,8 +36,9 @@ fn bad(cc: &str, key: &str, message: &str) -> CcError {
 
 impl Params<'_> {
     /// The value of `key` (removed from the pairs), if given; it must be a
-    /// finite number of at least `min`.
-    pub(crate) fn take(&mut self, key: &str, min: f64) -> Result<Option<f64>, CcError> {
+    /// finite number of at least the key's minimum in [`crate::CC_PARAMS`].
+    pub(crate) fn take(&mut self, key: &str) -> Result<Option<f64>, CcError> {
+        let min = crate::param_defs(self.cc).iter().find(|d| d.key == key).map_or(f64::NEG_INFINITY, |d| d.min);
         let Some(i) = self.pairs.iter().position(|&(k, _)| k == key) else { return Ok(None) };
         let (_, value) = self.pairs.remove(i);
         if !value.is_finite() || value < min {
@@ -79,9 +80,9 @@ mod tests {
     fn pairs_are_parsed_and_taken() {
         let (name, mut p) = split_spec("vegas:alpha=1,beta=3.5").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(name, "vegas");
-        assert_eq!(p.take("beta", 0.0), Ok(Some(3.5)));
-        assert_eq!(p.take("gamma", 0.0), Ok(None));
-        assert_eq!(p.take("alpha", 0.0), Ok(Some(1.0)));
+        assert_eq!(p.take("beta"), Ok(Some(3.5)));
+        assert_eq!(p.take("gamma"), Ok(None));
+        assert_eq!(p.take("alpha"), Ok(Some(1.0)));
         assert!(p.finish(&["alpha", "beta", "gamma"]).is_ok());
     }
 
@@ -90,11 +91,11 @@ mod tests {
         let (_, p) = split_spec("reno:alpha=1").unwrap_or_else(|e| panic!("{e}"));
         assert!(matches!(p.finish(&[]), Err(CcError::BadParam { key, .. }) if key == "alpha"));
         let (_, mut p) = split_spec("balia:ssthresh_floor=0.5").unwrap_or_else(|e| panic!("{e}"));
-        assert!(matches!(p.take("ssthresh_floor", 1.0), Err(CcError::BadParam { key, .. }) if key == "ssthresh_floor"));
+        assert!(matches!(p.take("ssthresh_floor"), Err(CcError::BadParam { key, .. }) if key == "ssthresh_floor"));
         assert!(matches!(split_spec("vegas:alpha=x"), Err(CcError::BadParam { key, .. }) if key == "alpha"));
         assert!(matches!(split_spec("vegas:alpha=1,alpha=2"), Err(CcError::BadParam { key, .. }) if key == "alpha"));
         assert!(matches!(split_spec("vegas:alpha"), Err(CcError::BadParam { .. })));
         let (_, mut p) = split_spec("vegas:alpha=inf").unwrap_or_else(|e| panic!("{e}"));
-        assert!(p.take("alpha", 0.0).is_err());
+        assert!(p.take("alpha").is_err());
     }
 }

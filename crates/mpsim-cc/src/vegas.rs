@@ -39,9 +39,9 @@ impl VegasParams {
     /// defaults, taken from `p`; `beta` must not be below `alpha`.
     pub(crate) fn take(p: &mut Params<'_>) -> Result<VegasParams, CcError> {
         let d = VegasParams::default();
-        let alpha = p.take("alpha", 0.0)?;
-        let beta = p.take("beta", 0.0)?;
-        let gamma = p.take("gamma", 0.0)?;
+        let alpha = p.take("alpha")?;
+        let beta = p.take("beta")?;
+        let gamma = p.take("gamma")?;
         let params = VegasParams {
             alpha_pkts: alpha.unwrap_or(d.alpha_pkts),
             beta_pkts: beta.unwrap_or(d.beta_pkts),

@@ -48,9 +48,9 @@ impl WVegasParams {
     pub(crate) fn take(p: &mut Params<'_>) -> Result<WVegasParams, CcError> {
         let d = WVegasParams::default();
         let params = WVegasParams {
-            total_alpha_pkts: p.take("total_alpha", 1.0)?.unwrap_or(d.total_alpha_pkts),
-            initial_alpha_pkts: p.take("initial_alpha", 1.0)?.unwrap_or(d.initial_alpha_pkts),
-            gamma_pkts: p.take("gamma", 0.0)?.unwrap_or(d.gamma_pkts),
+            total_alpha_pkts: p.take("total_alpha")?.unwrap_or(d.total_alpha_pkts),
+            initial_alpha_pkts: p.take("initial_alpha")?.unwrap_or(d.initial_alpha_pkts),
+            gamma_pkts: p.take("gamma")?.unwrap_or(d.gamma_pkts),
         };
         Ok(params)
     }

@@ -196,9 +196,16 @@ fn mpsim_core_time(t_ps: u64) -> mpsim::SimTime {
     mpsim::SimTime(t_ps)
 }
 
+/// The names and defaults a scenario may use, as JSON (mpsim::vocabulary).
+#[pyfunction]
+fn vocabulary_json() -> String {
+    mpsim::vocabulary::vocabulary().to_string()
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Simulation>()?;
     m.add("__version__", mpsim::VERSION)?;
+    m.add_function(wrap_pyfunction!(vocabulary_json, m)?)?;
     Ok(())
 }

@@ -4,7 +4,9 @@
 use crate::flows::{make_app, Flow, MptcpFlow};
 use crate::report::Sampler;
 use crate::sim::{BuildError, Ev, Link, Node, Simulation};
-use crate::spec::{AppSpec, CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QdiscSpec, QueueSpec, Spec, TransportSpec};
+use crate::spec::{
+    AppSpec, CcModeSpec, FlowSpec, LinkDirSpec, LossSpec, NodeKindSpec, QdiscSpec, QueueSpec, Spec, TransportSpec,
+};
 use mpsim_cc::{CcMode, Controller};
 use mpsim_core::{EventQueue, LinkId, NodeId, PacketPool, SimDuration, SimRng, SimTime};
 use mpsim_net::qdisc::{CodelParams, FqCodelParams, RandomDropParams, RedParams};
@@ -318,22 +320,13 @@ impl Simulation {
             CcModeSpec::Reference => CcMode::Reference,
             CcModeSpec::Linux => CcMode::Linux,
         };
-        if f.transport == TransportSpec::Tcp {
-            if !mpsim_cc::TCP_ALGORITHMS.contains(&f.cc.as_str()) {
+        if matches!(f.transport, TransportSpec::Tcp | TransportSpec::Mptcp) {
+            let transport = crate::vocabulary::transport_name(f.transport);
+            let ccs = crate::vocabulary::transport(transport).map_or(&[][..], |t| t.ccs);
+            if !ccs.contains(&f.cc.as_str()) {
                 return Err(invalid(format!(
-                    "{what}: congestion control '{}' is not available for tcp (use one of {:?})",
-                    f.cc,
-                    mpsim_cc::TCP_ALGORITHMS
-                )));
-            }
-            Controller::new(&f.cc_spec(), cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
-        }
-        if f.transport == TransportSpec::Mptcp {
-            if !mpsim_cc::MPTCP_ALGORITHMS.contains(&f.cc.as_str()) {
-                return Err(invalid(format!(
-                    "{what}: congestion control '{}' is not available for mptcp (use one of {:?})",
-                    f.cc,
-                    mpsim_cc::MPTCP_ALGORITHMS
+                    "{what}: congestion control '{}' is not available for {transport} (use one of {ccs:?})",
+                    f.cc
                 )));
             }
             Controller::new(&f.cc_spec(), cc_mode).map_err(|e| invalid(format!("{what}: {e}")))?;
@@ -404,23 +397,12 @@ impl Simulation {
     }
 
     fn mptcp_flow(&self, f: &FlowSpec, client_links: &[(LinkId, u32)], what: &str) -> Result<MptcpFlow, BuildError> {
-        let scheduler = match f.scheduler.as_deref().unwrap_or("default") {
-            "default" => SchedulerKind::Default,
-            "roundrobin" => SchedulerKind::RoundRobin,
-            "redundant" => SchedulerKind::Redundant,
-            "upstream" => SchedulerKind::Upstream,
-            other => return Err(invalid(format!("{what}: unknown scheduler '{other}'"))),
-        };
-        let path_manager = match f.path_manager.as_deref().unwrap_or("fullmesh") {
-            "default" => PathManagerKind::Default,
-            "fullmesh" => PathManagerKind::Fullmesh,
-            "ndiffports" => PathManagerKind::Ndiffports(f.subflows.unwrap_or(2).max(1)),
-            "endpoints" => PathManagerKind::Endpoints {
-                max_subflows: f.max_subflows.unwrap_or(2).min(8),
-                max_add_addr_accepted: f.max_add_addr_accepted.unwrap_or(0).min(8),
-            },
-            other => return Err(invalid(format!("{what}: unknown path manager '{other}'"))),
-        };
+        let scheduler = SchedulerKind::parse(f.scheduler.as_deref())
+            .ok_or_else(|| invalid(format!("{what}: unknown scheduler '{}'", f.scheduler.as_deref().unwrap_or_default())))?;
+        let path_manager = PathManagerKind::parse(f.path_manager.as_deref(), f.subflows, f.max_subflows, f.max_add_addr_accepted)
+            .ok_or_else(|| {
+                invalid(format!("{what}: unknown path manager '{}'", f.path_manager.as_deref().unwrap_or_default()))
+            })?;
         let mut backup_links = Vec::new();
         for name in f.backup_interfaces.iter().flatten() {
             let l = client_links

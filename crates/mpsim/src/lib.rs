@@ -11,6 +11,7 @@ mod report;
 mod sdn;
 mod sim;
 pub mod spec;
+pub mod vocabulary;
 // The test networks name the engine `mpsim::`, as the tests outside do.
 #[cfg(test)]
 extern crate self as mpsim;

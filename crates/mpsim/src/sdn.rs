@@ -148,6 +148,10 @@ fn app(c: &ControllerSpec) -> Result<App, BuildError> {
     Ok(App::Builtin(BuiltinController::new(app_kind(c)?)))
 }
 
+/// The built-in controller apps a scenario names (`[controller] app`);
+/// others are `python:module:function`.
+pub const CONTROLLER_APPS: &[&str] = &["shortest", "ecmp", "disjoint", "mpsshetn"];
+
 fn app_kind(c: &ControllerSpec) -> Result<AppKind, BuildError> {
     Ok(match c.app.as_str() {
         "shortest" => AppKind::Shortest,

@@ -59,6 +59,80 @@ pub enum PathManagerKind {
     Endpoints { max_subflows: u8, max_add_addr_accepted: u8 },
 }
 
+impl SchedulerKind {
+    /// The scenario's names of the schedulers; the first is the default.
+    pub const NAMES: &'static [(&'static str, SchedulerKind)] = &[
+        ("default", SchedulerKind::Default),
+        ("roundrobin", SchedulerKind::RoundRobin),
+        ("redundant", SchedulerKind::Redundant),
+        ("upstream", SchedulerKind::Upstream),
+    ];
+
+    /// The scheduler named by the scenario (`None`: the default).
+    pub fn parse(name: Option<&str>) -> Option<SchedulerKind> {
+        let Some(name) = name else { return Some(Self::NAMES[0].1) };
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|&(_, k)| k)
+    }
+}
+
+/// Subflows of a connection, in all, at most: Linux's `MPTCP_PM_ADDR_MAX`
+/// bounds the endpoints limits (each connection has a block of 16 ports).
+pub const MAX_SUBFLOWS: u8 = 8;
+/// `ndiffports`: subflows in all when the scenario does not say.
+pub const DEFAULT_NDIFFPORTS_SUBFLOWS: u8 = 2;
+/// `endpoints`: Linux's default limits (`ip mptcp limits`: 2 extra
+/// subflows, no accepted announcements).
+pub const DEFAULT_MAX_SUBFLOWS: u8 = 2;
+pub const DEFAULT_MAX_ADD_ADDR_ACCEPTED: u8 = 0;
+
+impl PathManagerKind {
+    /// The scenario's names of the path managers; the first is the default.
+    pub const NAMES: &'static [&'static str] = &["fullmesh", "default", "ndiffports", "endpoints"];
+
+    /// The path manager named by the scenario (`None`: the default), with
+    /// its limits (`None`: the defaults above; larger ones are clamped to
+    /// [`MAX_SUBFLOWS`]).
+    pub fn parse(
+        name: Option<&str>,
+        subflows: Option<u8>,
+        max_subflows: Option<u8>,
+        max_add_addr_accepted: Option<u8>,
+    ) -> Option<PathManagerKind> {
+        Some(match name.unwrap_or(Self::NAMES[0]) {
+            "default" => PathManagerKind::Default,
+            "fullmesh" => PathManagerKind::Fullmesh,
+            "ndiffports" => PathManagerKind::Ndiffports(subflows.unwrap_or(DEFAULT_NDIFFPORTS_SUBFLOWS).max(1)),
+            "endpoints" => PathManagerKind::Endpoints {
+                max_subflows: max_subflows.unwrap_or(DEFAULT_MAX_SUBFLOWS).min(MAX_SUBFLOWS),
+                max_add_addr_accepted: max_add_addr_accepted.unwrap_or(DEFAULT_MAX_ADD_ADDR_ACCEPTED).min(MAX_SUBFLOWS),
+            },
+            _ => return None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::*;
+
+    #[test]
+    fn every_scheduler_and_path_manager_name_parses_and_unknown_ones_do_not() {
+        for &(name, kind) in SchedulerKind::NAMES {
+            assert_eq!(SchedulerKind::parse(Some(name)), Some(kind));
+        }
+        assert_eq!(SchedulerKind::parse(None), Some(SchedulerKind::default()));
+        assert_eq!(SchedulerKind::parse(Some("blest")), None);
+        for name in PathManagerKind::NAMES {
+            assert!(PathManagerKind::parse(Some(name), None, None, None).is_some(), "{name}");
+        }
+        assert_eq!(PathManagerKind::parse(None, None, None, None), Some(PathManagerKind::default()));
+        assert_eq!(PathManagerKind::parse(Some("binder"), None, None, None), None);
+        assert_eq!(PathManagerKind::parse(Some("ndiffports"), None, None, None), Some(PathManagerKind::Ndiffports(2)));
+        let clamped = PathManagerKind::parse(Some("endpoints"), None, Some(20), None);
+        assert_eq!(clamped, Some(PathManagerKind::Endpoints { max_subflows: 8, max_add_addr_accepted: 0 }));
+    }
+}
+
 /// A local address of the host and how the path manager may use it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LocalAddr {

@@ -40,14 +40,14 @@ pub enum Variant {
 }
 
 impl Variant {
-    /// The variant named by the scenario (`None`: cmt).
+    /// The scenario's names of the variants; the first is the default.
+    pub const NAMES: &'static [(&'static str, Variant)] =
+        &[("cmt", Variant::Cmt), ("smt", Variant::Smt), ("smos", Variant::Smos)];
+
+    /// The variant named by the scenario (`None`: the default, cmt).
     pub fn parse(name: Option<&str>) -> Option<Variant> {
-        match name {
-            None | Some("cmt") => Some(Variant::Cmt),
-            Some("smt") => Some(Variant::Smt),
-            Some("smos") => Some(Variant::Smos),
-            Some(_) => None,
-        }
+        let Some(name) = name else { return Some(Self::NAMES[0].1) };
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
     }
 }
 

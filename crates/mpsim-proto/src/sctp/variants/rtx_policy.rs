@@ -27,16 +27,19 @@ pub enum RtxPolicy {
 }
 
 impl RtxPolicy {
-    /// The policy named by the scenario (`None`: RTX-SSTHRESH).
+    /// The scenario's names of the policies; the first is the default.
+    pub const NAMES: &'static [(&'static str, RtxPolicy)] = &[
+        ("ssthresh", RtxPolicy::Ssthresh),
+        ("same", RtxPolicy::Same),
+        ("asap", RtxPolicy::Asap),
+        ("cwnd", RtxPolicy::Cwnd),
+        ("lossrate", RtxPolicy::LossRate),
+    ];
+
+    /// The policy named by the scenario (`None`: the default, RTX-SSTHRESH).
     pub fn parse(name: Option<&str>) -> Option<RtxPolicy> {
-        match name {
-            None | Some("ssthresh") => Some(RtxPolicy::Ssthresh),
-            Some("same") => Some(RtxPolicy::Same),
-            Some("asap") => Some(RtxPolicy::Asap),
-            Some("cwnd") => Some(RtxPolicy::Cwnd),
-            Some("lossrate") => Some(RtxPolicy::LossRate),
-            Some(_) => None,
-        }
+        let Some(name) = name else { return Some(Self::NAMES[0].1) };
+        Self::NAMES.iter().find(|(n, _)| *n == name).map(|&(_, p)| p)
     }
 }
 

@@ -15,126 +15,63 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
+from ..net import Network
 from ..runner import backend_named, resolve_scenario
 
-TOPOLOGY = """
-format = 1
-name = "{name}"
-[simulation]
-duration = "{duration}"
-start_jitter = "50ms"
-[[node]]
-name = "client"
-[[node]]
-name = "router"
-kind = "router"
-[[node]]
-name = "server"
-[[link]]
-name = "a"
-between = ["client", "router"]
-bandwidth = "10Mbps"
-delay = "{delay_a}"
-queue = "100pkt"
-{events_a}
-[[link]]
-name = "b"
-between = ["client", "router"]
-bandwidth = "{rate_b}"
-delay = "{delay_b}"
-queue = "100pkt"
-[[link]]
-name = "wan"
-between = ["router", "server"]
-bandwidth = "100Mbps"
-delay = "1ms"
-queue = "1000pkt"
-[[flow]]
-name = "f"
-transport = "{transport}"
-client = "client"
-server = "server"
-cc = "cubic"
-cc_mode = "linux"
-{flow_extra}
-"""
-# A multihomed server: its second address is announced (a `signal` endpoint) and its first link fails.
-SERVER_SIDE = """
-format = 1
-name = "{name}"
-[simulation]
-duration = "15s"
-start_jitter = "50ms"
-[[node]]
-name = "client"
-[[node]]
-name = "router"
-kind = "router"
-[[node]]
-name = "server"
-[[link]]
-name = "acc"
-between = ["client", "router"]
-bandwidth = "100Mbps"
-delay = "1ms"
-queue = "1000pkt"
-[[link]]
-name = "sa"
-between = ["router", "server"]
-bandwidth = "10Mbps"
-delay = "10ms"
-queue = "100pkt"
-[[link.events]]
-at = "5s"
-up = false
-[[link.events]]
-at = "10s"
-up = true
-[[link]]
-name = "sb"
-between = ["router", "server"]
-bandwidth = "10Mbps"
-delay = "10ms"
-queue = "100pkt"
-[[flow]]
-name = "f"
-transport = "mptcp"
-client = "client"
-server = "server"
-app = "download"
-cc = "cubic"
-cc_mode = "linux"
-path_manager = "endpoints"
-max_add_addr_accepted = 1
-scheduler = "upstream"
-"""
 # The simulator runs upstream Linux's scheduler, as the kernel does (its default is the out-of-tree one).
-MPTCP = 'path_manager = "endpoints"\nclient_interfaces = ["a", "b"]\nscheduler = "upstream"'
-SHORT = 'app = "http"\nsizes = ["10KB", "100KB", "1MB", "5MB"]\nrepeat = 2\ngap = "200ms"'
-DOWN = '[[link.events]]\nat = "5s"\nup = false\n[[link.events]]\nat = "10s"\nup = true'
+MPTCP: dict[str, Any] = {"path_manager": "endpoints", "client_interfaces": ["a", "b"], "scheduler": "upstream"}
+SHORT: dict[str, Any] = {"app": "http", "sizes": ["10KB", "100KB", "1MB", "5MB"], "repeat": 2, "gap": "200ms"}
+DOWNLOAD: dict[str, Any] = {"app": "download"}
 
-CASES: list[tuple[str, str, dict[str, str]]] = [
-    ("bulk MPTCP 10/5 Mbit/s", "bulk", {"rate_b": "5Mbps", "flow_extra": f'app = "download"\n{MPTCP}'}),
-    ("bulk MPTCP 10/10 Mbit/s", "bulk", {"flow_extra": f'app = "download"\n{MPTCP}'}),
+
+def two_paths(name: str, *, duration: str = "10s", server_side: bool = False, rate_b: str = "10Mbps",
+              delay_a: str = "10ms", delay_b: str = "10ms", down_a: bool = False, transport: str = "mptcp",
+              **flow: Any) -> Network:
+    """Client, router and server; two paths (a and b, 10 Mbit/s and `rate_b`,
+    100-packet queues) on the client's side, or on the server's (sa and sb),
+    and one 100 Mbit/s link of 1 ms on the other side. With `down_a` the
+    first path is down from 5 to 10 s."""
+    net = Network(name, duration=duration, start_jitter="50ms")
+    net.add_host("client")
+    net.add_router("router")
+    net.add_host("server")
+    wide = dict(bw="100Mbps", delay="1ms", queue="1000pkt")
+    if server_side:
+        net.add_link("client", "router", name="acc", **wide)
+    pair = ("router", "server") if server_side else ("client", "router")
+    names = ("sa", "sb") if server_side else ("a", "b")
+    net.add_link(*pair, bw="10Mbps", delay=delay_a, queue="100pkt", name=names[0])
+    net.add_link(*pair, bw=rate_b, delay=delay_b, queue="100pkt", name=names[1])
+    if not server_side:
+        net.add_link("router", "server", name="wan", **wide)
+    if down_a:
+        net.link_event(names[0], at="5s", up=False)
+        net.link_event(names[0], at="10s", up=True)
+    net.add_flow("client", "server", transport=transport, cc="cubic", cc_mode="linux", name="f", **flow)
+    return net
+
+
+# A multihomed server: its second address is announced (a `signal` endpoint) and its first link fails.
+SERVER_SIDE = {"path_manager": "endpoints", "max_add_addr_accepted": 1, "scheduler": "upstream"}
+
+CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("bulk MPTCP 10/5 Mbit/s", "bulk", {"rate_b": "5Mbps", **DOWNLOAD, **MPTCP}),
+    ("bulk MPTCP 10/10 Mbit/s", "bulk", {**DOWNLOAD, **MPTCP}),
     ("short TCP 10 Mbit/s, 20 ms RTT", "short",
-     {"duration": "20s", "transport": "tcp", "flow_extra": f'{SHORT}\nclient_interfaces = ["a"]'}),
-    ("short MPTCP 10/10, 20 ms RTT", "short", {"duration": "20s", "flow_extra": f"{SHORT}\n{MPTCP}"}),
-    ("short MPTCP 10/10, 40 ms RTT", "short",
-     {"duration": "20s", "delay_a": "20ms", "delay_b": "20ms", "flow_extra": f"{SHORT}\n{MPTCP}"}),
-    ("short MPTCP 10/0.1", "short", {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f"{SHORT}\n{MPTCP}"}),
+     {"duration": "20s", "transport": "tcp", **SHORT, "client_interfaces": ["a"]}),
+    ("short MPTCP 10/10, 20 ms RTT", "short", {"duration": "20s", **SHORT, **MPTCP}),
+    ("short MPTCP 10/10, 40 ms RTT", "short", {"duration": "20s", "delay_a": "20ms", "delay_b": "20ms", **SHORT, **MPTCP}),
+    ("short MPTCP 10/0.1", "short", {"duration": "20s", "rate_b": "0.1Mbps", **SHORT, **MPTCP}),
     ("short MPTCP 10/0.1, slow path backup", "short",
-     {"duration": "20s", "rate_b": "0.1Mbps", "flow_extra": f'{SHORT}\n{MPTCP}\nbackup_interfaces = ["b"]'}),
-    ("MPTCP 10/10, client link a down 5-10 s", "failure",
-     {"duration": "15s", "events_a": DOWN, "flow_extra": f'app = "download"\n{MPTCP}'}),
-    ("MPTCP 10/10, server link sa down 5-10 s", "failure_server", {"text": SERVER_SIDE}),
+     {"duration": "20s", "rate_b": "0.1Mbps", **SHORT, **MPTCP, "backup_interfaces": ["b"]}),
+    ("MPTCP 10/10, client link a down 5-10 s", "failure", {"duration": "15s", "down_a": True, **DOWNLOAD, **MPTCP}),
+    ("MPTCP 10/10, server link sa down 5-10 s", "failure_server",
+     {"duration": "15s", "server_side": True, "down_a": True, **DOWNLOAD, **SERVER_SIDE}),
 ]
-DEFAULTS = {"duration": "10s", "delay_a": "10ms", "delay_b": "10ms", "rate_b": "10Mbps", "transport": "mptcp",
-            "events_a": "", "flow_extra": ""}
 
 
 def metrics(kind: str, results: Any) -> dict[str, float]:
@@ -155,11 +92,8 @@ def metrics(kind: str, results: Any) -> dict[str, float]:
             for size, g in req.groupby("size_bytes")}
 
 
-def run_case(name: str, kind: str, params: dict[str, str], runs: int, folder: Path) -> list[dict[str, Any]]:
-    template = params.get("text", TOPOLOGY)
-    text = template.format(**{**DEFAULTS, **params, "name": name.split()[0]})
-    path = folder / f"{abs(hash(name))}.toml"
-    path.write_text(text)
+def run_case(name: str, kind: str, params: dict[str, Any], runs: int) -> list[dict[str, Any]]:
+    network = two_paths(name.split()[0], **params)
     values: dict[str, dict[str, list[float]]] = {"simulator": {}, "kernel": {}}
     loads: list[float] = []
     for backend in ("simulator", "kernel"):
@@ -168,7 +102,7 @@ def run_case(name: str, kind: str, params: dict[str, str], runs: int, folder: Pa
                 loads.append(os.getloadavg()[0])  # the kernel's figures are timing-sensitive
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                scenario = resolve_scenario(path, seed=seed)
+                scenario = resolve_scenario(network, seed=seed)
             chosen = backend_named(backend)
             chosen.check(scenario)
             for key, value in metrics(kind, chosen.run(scenario, None)).items():
@@ -201,13 +135,12 @@ def main() -> None:
     args = parser.parse_args()
     chosen = [int(c) - 1 for c in args.cases.split(",") if c] or list(range(len(CASES)))
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        for i in chosen:
-            name, kind, params = CASES[i]
-            rows += run_case(name, kind, params, args.runs, Path(tmp))
-            print(f"done: {name}", flush=True)
-            if args.out is not None:  # each case as it ends: a long run that stops keeps what it measured
-                args.out.write_text(table(rows) + "\n", encoding="utf-8")
+    for i in chosen:
+        name, kind, params = CASES[i]
+        rows += run_case(name, kind, params, args.runs)
+        print(f"done: {name}", flush=True)
+        if args.out is not None:  # each case as it ends: a long run that stops keeps what it measured
+            args.out.write_text(table(rows) + "\n", encoding="utf-8")
     print(table(rows))
 
 

@@ -4,7 +4,6 @@ form here; the full form is marked slow)."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -15,9 +14,9 @@ from mpsim import reproduce as rp
 from mpsim.errors import ScenarioError
 from mpsim.reproductions import abumohsen2021 as a
 from mpsim.scenario import load_scenario
+from reproduction_checks import assert_rerun_resumes, read_claims
 
 LIBRARY = rp.papers_dir() / a.KEY
-CLAIM_FIELDS = {"id", "claim", "paper", "ours", "agrees", "explanation"}
 #: The issue's minimum set of claims.
 MINIMUM_CLAIMS = {
     "t4.1-mptcp-beats-above-100kb",
@@ -182,14 +181,7 @@ def quick(tmp_path_factory):
 
 def test_quick_writes_every_claim_figure_table_and_dataset(quick):
     out, claims = quick
-    rows = json.loads((out / rp.CLAIMS_JSON).read_text())
-    assert [r["id"] for r in rows] == [c.id for c in claims]
-    assert len({r["id"] for r in rows}) == len(rows)
-    assert MINIMUM_CLAIMS <= {r["id"] for r in rows}
-    for row in rows:
-        assert set(row) == CLAIM_FIELDS, row["id"]
-        assert row["agrees"] in (True, False, None), row["id"]
-        assert row["explanation"], row["id"]
+    read_claims(out, claims, MINIMUM_CLAIMS)
     for name in FIGURES:
         assert (out / name).stat().st_size > 1000, name
     assert "Table 5.2" in (out / "tables.md").read_text()
@@ -223,15 +215,7 @@ def test_quick_sptcp_at_10kb_is_the_same_on_both_networks(quick):
 
 
 def test_a_rerun_resumes_without_running_again(quick, monkeypatch):
-    out, claims = quick
-    from mpsim import sweeps
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("a run was started again")
-
-    monkeypatch.setattr(sweeps, "run_task", refuse)
-    again = rp.reproduce("abumohsen2021", out, quick=True, jobs=1)
-    assert [c.ours for c in again] == [c.ours for c in claims]
+    assert_rerun_resumes("abumohsen2021", *quick, monkeypatch)
 
 
 @pytest.mark.slow

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mpsim import reproduce as rp
-from mpsim import sweeps
 from mpsim.reproductions import hijawi2016 as hj
 from mpsim.scenario import load_scenario
+from reproduction_checks import assert_rerun_resumes, read_claims
 
 LIBRARY = rp.papers_dir() / "hijawi2016"
 CLAIM_IDS = [
@@ -28,7 +28,6 @@ FIGURES = [
     "fig2-throughput-normal.png", "fig3-throughput-heavy.png", "fig4-subflows.png",
     "fig5-handover.png", "fig6-cc-normal.png", "fig7-cc-heavy.png",
 ]  # fmt: skip
-FIELDS = {"id", "claim", "paper", "ours", "agrees", "explanation"}
 
 
 # ------------------------------------------------------------ the scenario library (no engine)
@@ -89,12 +88,8 @@ def quick(tmp_path_factory):
 
 def test_quick_writes_every_claim_with_the_contract_fields(quick):
     out, claims = quick
-    data = json.loads((out / rp.CLAIMS_JSON).read_text())
-    assert [row["id"] for row in data] == CLAIM_IDS == [c.id for c in claims]
-    for row in data:
-        assert set(row) == FIELDS
-        assert row["agrees"] in (True, False, None)
-        assert row["claim"] and row["paper"] and row["ours"] and row["explanation"]
+    data = read_claims(out, claims)
+    assert [row["id"] for row in data] == CLAIM_IDS
     assert [r["id"] for r in data if r["agrees"] is None] == ["fig3-unsteady-early"]
     md = (out / rp.CLAIMS_MD).read_text()
     assert "--quick" in md and all(f"| {cid} |" in md for cid in CLAIM_IDS)
@@ -123,14 +118,7 @@ def test_quick_numbers_are_of_the_runs_not_made_up(quick):
 
 
 def test_a_rerun_resumes_without_running_again(quick, monkeypatch):
-    out, claims = quick
-
-    def refuse(task):
-        raise AssertionError("a finished run was run again")
-
-    monkeypatch.setattr(sweeps, "run_task", refuse)
-    again = rp.reproduce("hijawi2016", out, quick=True, jobs=1)
-    assert [(c.id, c.ours, c.agrees) for c in again] == [(c.id, c.ours, c.agrees) for c in claims]
+    assert_rerun_resumes("hijawi2016", *quick, monkeypatch)
 
 
 # ------------------------------------------------------------ the full reproduction

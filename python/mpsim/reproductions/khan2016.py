@@ -217,7 +217,8 @@ def normalized(values: pd.Series) -> pd.Series:
 
 def trace_measure(study: Study, sc: Scenario, variant: str, measure: Any) -> pd.Series:
     """`measure(rows of the fastest path)` per seed."""
-    return pd.Series({seed: measure(path_rows(rows, sc.fast)) for seed, rows in traces(study, variant).items()}).sort_index()
+    values = {seed: measure(path_rows(rows, sc.fast)) for seed, rows in traces(study, variant).items()}
+    return pd.Series(values).sort_index()
 
 
 def subflow_table(study: Study, variant: str) -> pd.DataFrame:
@@ -379,9 +380,7 @@ def beyond_frames(res: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
     a_mbps = ratio["link.a.bandwidth"].map(lambda s: float(s.removesuffix("Mbps")))
     ratio["pct"] = 100.0 * ratio["goodput_bps"].astype(float) / ((a_mbps + PATH_B_MBPS) * 1e6)
     ratio["ratio"] = PATH_B_MBPS / a_mbps
-    for frame in (rbuf, ratio):
-        frame.rename(columns={VARIANT_KEY: "variant"}, inplace=True)
-    return rbuf, ratio
+    return rbuf.rename(columns={VARIANT_KEY: "variant"}), ratio.rename(columns={VARIANT_KEY: "variant"})
 
 
 # ------------------------------------------------------------ claims
@@ -573,7 +572,8 @@ def claims_cost(res: Results) -> list[Claim]:
             f"simple scenario, bytes retransmitted on the fast path B: SMT "
             f"{fmt_ci(list(rtx_fast['smt']), scale=1000, unit='KB', digits=0)}, CMT "
             f"{fmt_ci(list(rtx_fast['cmt']), scale=1000, unit='KB', digits=0)}; chunks that arrived twice on the "
-            f"slow path A: SMT {fmt_ci(list(dup_slow['smt']), digits=0)}, CMT {fmt_ci(list(dup_slow['cmt']), digits=0)}; "
+            f"slow path A: SMT {fmt_ci(list(dup_slow['smt']), digits=0)}, "
+            f"CMT {fmt_ci(list(dup_slow['cmt']), digits=0)}; "
             f"share of A's chunks also sent on B (SMT): {fmt_ci(list(share))}",
             clearly_above(paired_diff(rtx_fast["smt"], rtx_fast["cmt"])) and clearly_above(dup_slow["smt"]),
             "Agrees when SMT retransmits more on B than CMT and A's originals arrive after their copies "

@@ -229,3 +229,26 @@ def test_full_reproduction_writes_every_claim_and_figure(tmp_path):
     by_id = {c.id: c for c in claims}
     # The blocking of the simple scenario has the sign the model predicts (issue 14's acceptance).
     assert by_id["fig5-smt-less-blocking"].agrees is True
+
+
+def test_the_class_claim_reads_fast_retransmits_by_class_once_the_summary_has_them():
+    from mpsim.study import Study
+
+    rows = []
+    for variant in ("smt", "cmt"):
+        for seed in (1, 2, 3):
+            for path, rtx in (("a", 0), ("b", 900_000 + seed)):
+                rows.append({
+                    kh.VARIANT_KEY: variant, "seed": seed, "flow": "ftp", "client_interface": path,
+                    "retransmitted_bytes": rtx if variant == "smt" else 0,
+                    "spurious_retransmissions": (600 + seed) if (variant, path) == ("smt", "a") else 0,
+                    "bytes_delivered": 150_000, "fast_rtx_inter": 40 + seed, "fast_rtx_intra": seed % 2,
+                })  # fmt: skip
+    study = Study(pd.DataFrame(), pd.DataFrame(rows), pd.DataFrame(), {})
+    res = kh.Results({"simple": study}, {}, study, study, {})
+    cost, classes = kh.claims_cost(res)
+    assert cost.agrees is True
+    assert classes.agrees is True and "inter-path" in classes.ours
+    without = Study(pd.DataFrame(), pd.DataFrame(rows).drop(columns=["fast_rtx_inter", "fast_rtx_intra"]),
+                    pd.DataFrame(), {})  # fmt: skip
+    assert kh.claims_cost(kh.Results({"simple": without}, {}, without, without, {}))[1].agrees is None

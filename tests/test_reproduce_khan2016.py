@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from mpsim import reproduce as rp
-from mpsim import sweeps
 from mpsim.reproductions import khan2016 as kh
 from mpsim.scenario import load_scenario
+from reproduction_checks import assert_rerun_resumes, read_claims
 
 LIBRARY = rp.papers_dir() / "khan2016"
 CLAIM_IDS = [
@@ -21,7 +21,6 @@ CLAIM_IDS = [
     "cmt-below-single-path", "smt-cost-duplicates", "iopd-inter-path-dominates", "fig7-scalability-lowers-smt",
 ]  # fmt: skip
 FIGURES = ["fig5-smt-path-b.png", "fig6-cmt-path-b.png", "fig7-utilization.png", "beyond-rbuf-ratio.png"]
-FIELDS = {"id", "claim", "paper", "ours", "agrees", "explanation"}
 PAPER_RATES_BPS = {"simple": {"a": 200_000, "b": 1_000_000}, "scalability": {"a": 200_000, "b": 400_000, "c": 600_000}}
 MS_PS = 10**9
 
@@ -168,12 +167,8 @@ def quick(tmp_path_factory):
 
 def test_quick_writes_every_claim_with_the_contract_fields(quick):
     out, claims = quick
-    data = json.loads((out / rp.CLAIMS_JSON).read_text())
-    assert [row["id"] for row in data] == CLAIM_IDS == [c.id for c in claims]
-    for row in data:
-        assert set(row) == FIELDS
-        assert row["agrees"] in (True, False, None)
-        assert row["claim"] and row["paper"] and row["ours"] and row["explanation"]
+    data = read_claims(out, claims, set(CLAIM_IDS))
+    assert [row["id"] for row in data] == CLAIM_IDS
     md = (out / rp.CLAIMS_MD).read_text()
     assert "--quick" in md and all(f"| {cid} |" in md for cid in CLAIM_IDS)
 
@@ -205,14 +200,7 @@ def test_quick_numbers_are_of_the_runs_not_made_up(quick):
 
 
 def test_a_rerun_resumes_without_running_again(quick, monkeypatch):
-    out, claims = quick
-
-    def refuse(task):
-        raise AssertionError("a finished run was run again")
-
-    monkeypatch.setattr(sweeps, "run_task", refuse)
-    again = rp.reproduce("khan2016", out, quick=True, jobs=1)
-    assert [(c.id, c.ours, c.agrees) for c in again] == [(c.id, c.ours, c.agrees) for c in claims]
+    assert_rerun_resumes("khan2016", *quick, monkeypatch)
 
 
 # ------------------------------------------------------------ the full reproduction

@@ -265,7 +265,7 @@ def test_mptcp_bench_cases_build():
     assert len(client_links) == 2  # one subflow per interface with fullmesh
     bottleneck = next(lk for lk in spec["links"] if lk["name"] == "bottleneck")
     assert bottleneck["a_to_b"]["bandwidth_bps"] == 10**9
-    assert len(CASES) == 4
+    assert len(CASES) == 5
 
 
 # ------------------------------------------------------------ results and plots without the engine

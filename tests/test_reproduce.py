@@ -27,7 +27,9 @@ def test_an_unknown_paper_is_refused_with_the_list():
     assert "unknown paper 'nosuch'" in result.output and "hijawi2016" in result.output
 
 
-def test_an_unavailable_paper_says_so(tmp_path):
+def test_an_unavailable_paper_says_so(tmp_path, monkeypatch):
+    # Every paper of the contract is available now: register one that is not.
+    monkeypatch.setitem(rp.PAPERS, "future2030", None)
     missing = next(k for k, m in rp.PAPERS.items() if m is None)
     result = CliRunner().invoke(app, ["reproduce", missing, "--out", str(tmp_path / "o")])
     assert result.exit_code == 2

@@ -47,7 +47,7 @@ def test_two_path_has_two_disjoint_client_links():
 
 def test_bench_cases_build_valid_scenarios():
     assert [c.name for c in CASES] == [
-        "dumbbell-1flow-1g", "dumbbell-100flow-1g", "mptcp-2path-1g", "mptcp-shared-bottleneck-1g",
+        "dumbbell-1flow-1g", "dumbbell-100flow-1g", "mptcp-2path-1g", "mptcp-shared-bottleneck-1g", "cmt-2path",
     ]  # fmt: skip
     for case in CASES[:2]:
         sc = case.build("5s").to_scenario()
@@ -61,6 +61,26 @@ def test_bench_cases_build_valid_scenarios():
         access = next(lk for lk in spec["links"] if lk["name"] != "bottleneck")
         assert (access["a_to_b"]["bandwidth_bps"], access["a_to_b"]["delay_ps"]) == (10**10, 10**9)
     assert len(dumbbell_bench(100, "60s").to_scenario().flows) == 100
+
+
+def test_cmt_bench_case_is_an_smt_download_over_two_disjoint_paths():
+    sc = case_named("cmt-2path").build("60s").to_scenario()
+    assert sc.duration_s == 60.0
+    spec = sc.to_engine_spec()
+    (flow,) = spec["flows"]
+    assert (flow["transport"], flow["variant"]) == ("cmt", "smt")
+    paths = {lk["name"]: lk for lk in spec["links"]}
+    assert sorted(paths) == ["p1", "p2"]  # direct links: disjoint, one client and one server interface each
+    assert all({lk["a"], lk["b"]} == {"client", "server"} for lk in paths.values())
+    assert [paths[p]["a_to_b"]["bandwidth_bps"] for p in ("p1", "p2")] == [20 * 10**6, 100 * 10**6]
+    assert paths["p2"]["a_to_b"]["queue"] == {"packets": bdp_packets(100 * 10**6, 20)}
+
+
+def test_cmt_bench_case_runs_and_counts_its_packets():
+    pytest.importorskip("mpsim._core")
+    row = mpsim.bench.run_case("cmt-2path", quick=True)
+    assert row["case"] == "cmt-2path" and row["sim_time_s"] == 5.0
+    assert row["events"] > 0 and row["packet_hops"] > 0
 
 
 def test_bdp_is_rounded_up_to_whole_packets():

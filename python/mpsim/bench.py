@@ -6,7 +6,8 @@ process (`python -m mpsim.bench --case NAME`), so the peak memory reported
 
 The cases: Reno downloads through a 1 Gbps dumbbell (1 and 100 flows), an
 MPTCP LIA download over two disjoint 1 Gbps paths, and an MPTCP LIA
-connection (two subflows) sharing a 1 Gbps bottleneck with a Reno flow.
+connection (two subflows) sharing a 1 Gbps bottleneck with a Reno flow, and
+an SMT (transport cmt) download over two disjoint paths of 20 and 100 Mbps.
 """
 
 from __future__ import annotations
@@ -138,6 +139,35 @@ def mptcp_shared_bottleneck_bench(duration: str) -> Network:
     return net
 
 
+# CMT: Khan & Qadir's simple scenario scaled up a hundredfold (20 and 100 Mbit/s,
+# the same 5:1 ratio), with a receive buffer of a few windows so that the run
+# exercises SMT's inter-path repairs as well as plain transfer.
+CMT_PATH_RATES_BPS = (20 * 10**6, 100 * 10**6)
+CMT_DELAY_MS = 10
+CMT_RBUF = "1MB"
+
+
+def cmt_two_path_bench(duration: str) -> Network:
+    """An SMT bulk download (transport cmt, variant smt) over two disjoint paths of 20 and 100 Mbit/s,
+    10 ms one way each; queues one BDP.
+
+        client ==p1 (20 Mbps, 10 ms)== server
+               ==p2 (100 Mbps, 10 ms)=
+
+    Each path is a direct link: the association's i-th path joins the i-th
+    interface of each end.
+    """
+    net = Network("bench-cmt-2path", duration=duration)
+    net.add_host("client")
+    net.add_host("server")
+    for i, rate_bps in enumerate(CMT_PATH_RATES_BPS, start=1):
+        queue = f"{bdp_packets(rate_bps, 2 * CMT_DELAY_MS)}pkt"
+        net.add_link("client", "server", bw=f"{rate_bps}bps", delay=f"{CMT_DELAY_MS}ms", queue=queue, name=f"p{i}")
+    net.add_flow("client", "server", transport="cmt", variant="smt", name="cmt", rbuf=CMT_RBUF)
+    net.record(interfaces=False, subflows=False)
+    return net
+
+
 CASES: list[BenchCase] = [
     BenchCase("dumbbell-1flow-1g", "1 Reno flow, 1 Gbps bottleneck", lambda d: dumbbell_bench(1, d)),
     BenchCase("dumbbell-100flow-1g", "100 Reno flows, 1 Gbps bottleneck", lambda d: dumbbell_bench(100, d)),
@@ -147,6 +177,7 @@ CASES: list[BenchCase] = [
         "MPTCP LIA (2 subflows) and Reno TCP, one 1 Gbps bottleneck",
         mptcp_shared_bottleneck_bench,
     ),
+    BenchCase("cmt-2path", "1 SMT (cmt) download, two disjoint paths of 20 and 100 Mbps", cmt_two_path_bench),
 ]
 
 

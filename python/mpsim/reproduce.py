@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 PAPERS: dict[str, str | None] = {
     "hijawi2016": "mpsim.reproductions.hijawi2016",
     "zuhairi2022": "mpsim.reproductions.zuhairi2022",
-    "khan2016": None,
+    "khan2016": "mpsim.reproductions.khan2016",
     "abumohsen2021": "mpsim.reproductions.abumohsen2021",
     "raiciu2011": "mpsim.reproductions.raiciu2011",
 }

@@ -352,21 +352,34 @@ impl Simulation {
         self.work.push(ep);
     }
 
-    /// The paths of a cmt flow's association, client side: client
-    /// interface i to server interface i, for every pair whose packets
-    /// reach the server (path 0, the primary, uses the client's first usable
-    /// interface and the server's first).
+    /// The paths of a cmt flow's association, client side. SCTP names a
+    /// path by its destination address and routing picks the way (RFC 4960
+    /// §6.4), so each usable client interface, in order, is paired with
+    /// the server address whose packets from it arrive on that address's
+    /// own link (the path that ends there), the nearest such first, each
+    /// server address once; path 0, the primary, is the first pair.
     fn sctp_paths(&self, flow: u32) -> Vec<PathAddrs> {
         let f = &self.flows[flow as usize];
         let Some((sl, ss)) = mpsim_net::iface_of_addr(f.server_addr) else { return Vec::new() };
         let server = self.topo.end(sl, ss);
-        let locals = self.client_local_addrs(flow);
         let remotes = &self.nodes[server.index()].ifaces;
-        (locals.iter().zip(remotes.iter()))
-            .map(|(&(l, s), &(rl, rs))| ((l, s), mpsim_net::iface_addr(rl, rs)))
-            .filter(|&((l, s), remote)| self.hops_from_iface(l, s, remote, server).is_some())
-            .map(|((l, s), remote)| PathAddrs { local: mpsim_net::iface_addr(l, s), remote })
-            .collect()
+        let mut used = vec![false; remotes.len()];
+        let mut paths = Vec::new();
+        for (l, s) in self.client_local_addrs(flow) {
+            let candidates = remotes.iter().enumerate().filter(|&(j, _)| !used[j]);
+            let best = candidates
+                .filter_map(|(j, &(rl, rs))| {
+                    let remote = mpsim_net::iface_addr(rl, rs);
+                    let (hops, last) = self.route_from_iface(l, s, remote, server)?;
+                    Some((last != rl, hops, j, remote))
+                })
+                .min();
+            if let Some((_, _, j, remote)) = best {
+                used[j] = true;
+                paths.push(PathAddrs { local: mpsim_net::iface_addr(l, s), remote });
+            }
+        }
+        paths
     }
 
     /// Opens a cmt flow's association: the INIT goes on path 0; the
@@ -516,16 +529,23 @@ impl Simulation {
     /// `dst` on host `owner`, following the forwarding tables; None if it
     /// never arrives.
     fn hops_from_iface(&self, link: LinkId, side: u32, dst: Addr, owner: NodeId) -> Option<usize> {
-        let mut node = self.topo.end(link, 1 - side);
+        self.route_from_iface(link, side, dst, owner).map(|(hops, _)| hops)
+    }
+
+    /// The links a packet from interface (`link`, `side`) to `dst` crosses
+    /// before it reaches `owner`, and the last of them; None if it does not.
+    fn route_from_iface(&self, link: LinkId, side: u32, dst: Addr, owner: NodeId) -> Option<(usize, LinkId)> {
+        let (mut node, mut last) = (self.topo.end(link, 1 - side), link);
         for hops in 1..=self.links.len() {
             if node == owner {
-                return Some(hops);
+                return Some((hops, last));
             }
             if self.nodes[node.index()].kind == mpsim_net::NodeKind::Host {
                 return None; // hosts do not forward
             }
             let dir = self.routes.next_dir(node, dst)?;
-            node = self.topo.end(LinkId(dir / 2), 1 - dir % 2);
+            last = LinkId(dir / 2);
+            node = self.topo.end(last, 1 - dir % 2);
         }
         None
     }

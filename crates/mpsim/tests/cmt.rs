@@ -190,3 +190,20 @@ fn rtx_policy_is_read_and_an_unknown_one_refused() {
     let err = run(&two_homed([200_000, 1_000_000], 45.0, flow, 10)).err().expect("refused");
     assert!(err.to_string().contains("rtx_policy"), "{err}");
 }
+
+/// SCTP names a path by its destination address and routing picks the way
+/// (RFC 4960 §6.4): a flow restricted to interface `b` sends to the
+/// server's address on link `b`, so that both directions cross `b`.
+#[test]
+fn a_flow_restricted_to_one_interface_uses_the_path_through_it() {
+    let size = 300_000u64;
+    let mut flow = cmt_flow(Some(size), 64_000);
+    flow["client_interfaces"] = json!(["b"]);
+    let mut spec = two_homed([1_000_000, 1_000_000], 10.0, flow, 60);
+    let (_, s) = run(&spec).expect("spec builds");
+    let f = &s["flows"]["f"];
+    assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+    let carried = |name: &str| s["links"][name]["b_to_a"]["bytes"].as_u64().unwrap_or(0);
+    assert!(carried("b") > size, "link b carried {} bytes: {:#}", carried("b"), s["links"]);
+    assert_eq!(carried("a"), 0, "{:#}", s["links"]);
+}

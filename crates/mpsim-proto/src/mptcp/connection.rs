@@ -47,8 +47,8 @@ pub(super) struct Sub {
     /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
     pub third_ack_pending: bool,
     /// Potentially failed: an RTO fired (upstream scheduler: stale after
-    /// `stale_loss_cnt` MPTCP timer intervals) and no new data was
-    /// acknowledged since.
+    /// more than `stale_loss_cnt` MPTCP timer intervals) and no new data
+    /// was acknowledged since.
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,

@@ -47,9 +47,12 @@ fn autotuned_buffers_finish_5_mb_over_10_and_0_1_mbps_where_a_small_fixed_one_st
          6 MiB fixed: {large_s:.2} s ({large_slow} B)"
     );
     // Linux 6.18: 5.85 s autotuned, 51.5 s with 256 KB, 8.8 times longer.
-    // The model takes 15.6 s and 109 s (docs/validation.md says why):
-    // the small buffer stalls the fast path behind the slow path's data,
-    // the autotuned one lets it run ahead.
+    // The model takes 6.5 s and 87 s (docs/validation.md says why): the
+    // small buffer stalls the fast path behind the slow path's data, the
+    // autotuned one lets it run ahead while the MPTCP timer resends the
+    // slow path's head on the fast one.
     assert!(fixed_s > 30.0, "256 KB fixed {fixed_s} s");
     assert!(auto_s < fixed_s / 4.0, "autotuned {auto_s} s, 256 KB fixed {fixed_s} s");
+    // Within the 15 % the comparison allows MPTCP short flows.
+    assert!(auto_s < 1.15 * 5.85, "autotuned {auto_s} s (Linux 5.85)");
 }

@@ -84,11 +84,15 @@ fn client_rx_bps(sim: &mpsim::Simulation, iface: &str) -> Vec<(f64, f64)> {
 /// with b idle, the MPTCP timer resends the oldest data on it one data
 /// fragment per interval (`__mptcp_retrans`, `mptcp_subflow_get_retrans`
 /// takes only a subflow with nothing outstanding), and a's data moves
-/// when a goes stale, after four intervals. In the captures b carries
-/// nothing from 5.55 to 5.9 s and little until 6.6 s; ten runs give b
-/// 7.5-8.7 Mbit/s over the outage (8.0 on average) against 10.0 before.
-/// The model bounds new data only by the receiver's window and each
-/// subflow's buffer, so b never idles and stays at 10.0 Mbit/s.
+/// when a goes stale, after more than four intervals. In the captures b
+/// carries nothing from 5.55 to 5.9 s and little until 6.6 s; ten runs
+/// give b 7.5-8.7 Mbit/s over the outage (8.0 on average) against 10.0
+/// before. The model bounds new data only by the receiver's window and
+/// each subflow's buffer, so b never idles and stays at 10.0 Mbit/s. With
+/// the MPTCP socket's buffer modelled (`__mptcp_sync_sndbuf`) b idles, but
+/// later and shorter than Linux's (9.46 Mbit/s, one idle sample), and the
+/// 10/0.1 Mbit/s transfers collapse, as the model hands the slow subflow
+/// more data than Linux (docs/validation.md): not enabled.
 #[test]
 #[ignore = "MPTCP model: no connection-level send buffer; a's lost data does not hold back new data on b (docs/validation.md)"]
 fn after_a_client_side_failure_the_full_mptcp_send_buffer_idles_the_surviving_path() {
@@ -152,13 +156,14 @@ fn at_40_ms_rtt_the_upstream_scheduler_queues_a_second_round_on_the_joining_subf
 /// (`__mptcp_retrans` in net/mptcp/protocol.c sends `mptcp_rtx_head` up
 /// to what was sent of it): in the kernel capture of a 100 KB response,
 /// 30.8 KB at +195 ms and the last 1.8 KB at +303 ms; ten runs take
-/// 0.30-0.35 s. The model resends the head fragment too (0.42 s, from
-/// 0.9 s with one segment per expiry), but re-arms the timer with the time
-/// left on the subflows' timers, where Linux keeps the interval that
-/// `mptcp_subflow_get_send` last set (`timer_ival`): the model's second
-/// expiry comes 230 ms after the first, the kernel's 108 ms.
+/// 0.30-0.35 s. The model resends the head fragment too and, as Linux,
+/// re-arms the timer with the interval `mptcp_subflow_get_send` last set
+/// (`timer_ival`), not with the time left on the subflows' timers then
+/// (0.42 s that way: its second expiry came 230 ms after the first, the
+/// kernel's 108 ms); a subflow counting intervals without progress keeps
+/// its timer out of that interval until the next expiry sees its progress
+/// (`mptcp_pm_subflow_chk_stale`).
 #[test]
-#[ignore = "MPTCP model: the upstream timer interval is computed when re-armed, not kept from the scheduler's last pick (docs/validation.md)"]
 fn at_10_over_0_1_the_mptcp_timer_resends_a_whole_fragment_on_the_fast_subflow() {
     let spec = comparison(10, 100_000, http(&[100_000]), false, json!([]), 3);
     let times = response_times_ms(&run(&spec).expect("spec builds").1);

@@ -47,8 +47,8 @@ pub(super) struct Sub {
     /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
     pub third_ack_pending: bool,
     /// Potentially failed: an RTO fired (upstream scheduler: stale after
-    /// `stale_loss_cnt` MPTCP timer intervals) and no new data was
-    /// acknowledged since.
+    /// more than `stale_loss_cnt` MPTCP timer intervals) and no new data
+    /// was acknowledged since.
     pub pf: bool,
     /// Closed, reset or removed.
     pub gone: bool,
@@ -364,6 +364,9 @@ pub struct Conn {
     pub(super) scratch_ranges: Vec<(u64, u64)>,
     /// Reused buffer of the scheduler's ranking.
     pub(super) ranked: Vec<(u64, usize, u64)>,
+    /// Upstream: the MPTCP timer's interval as the scheduler last set it
+    /// (`msk->timer_ival`).
+    pub(super) upstream_timer_ival: SimDuration,
     pub stats: MptcpStats,
 }
 
@@ -410,6 +413,7 @@ impl Conn {
             checksums: false,
             scratch_ranges: Vec::new(),
             ranked: Vec::new(),
+            upstream_timer_ival: super::paths::UPSTREAM_TIMER_MIN,
             stats: MptcpStats::default(),
         })
     }
@@ -650,7 +654,8 @@ impl Conn {
             return;
         }
         let interval = if self.cfg.scheduler == super::SchedulerKind::Upstream {
-            self.upstream_timer_interval(now)
+            // `mptcp_reset_rtx_timer`: the interval the scheduler last set.
+            self.upstream_timer_ival
         } else {
             let rto = self.subs.iter().filter(|s| !s.gone).map(|s| s.sf.rtt.rto()).max().unwrap_or(SimDuration::from_secs(1));
             self.tx.backed_off(rto)
@@ -862,7 +867,6 @@ impl Conn {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
-            sub.stale.on_progress();
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }

@@ -14,7 +14,7 @@ use mpsim_core::{SimDuration, SimTime};
 
 /// Upstream `TCP_RTO_MIN`: the MPTCP timer's interval when no subflow
 /// timer is pending.
-const UPSTREAM_TIMER_MIN: SimDuration = SimDuration::from_millis(200);
+pub(super) const UPSTREAM_TIMER_MIN: SimDuration = SimDuration::from_millis(200);
 
 /// A read-only view of the subflows and their congestion state.
 pub(super) struct Paths<'a> {
@@ -235,6 +235,10 @@ impl Conn {
     /// counting intervals without progress; `TCP_RTO_MIN` if there is none.
     /// Only the `icsk_pending` timers count (`mptcp_timeout_from_subflow`,
     /// net/mptcp/protocol.c): a delayed ACK or TIME_WAIT is not one.
+    /// Linux computes it only when the scheduler picks a subflow for new
+    /// data (`mptcp_subflow_get_send`, `__subflow_push_pending`) and arms
+    /// the MPTCP timer with that value until the next pick
+    /// (`mptcp_reset_rtx_timer`): see `set_upstream_timer_ival`.
     pub(super) fn upstream_timer_interval(&self, now: SimTime) -> SimDuration {
         self.subs
             .iter()
@@ -244,6 +248,12 @@ impl Conn {
             .max()
             .filter(|d| *d > SimDuration::ZERO)
             .unwrap_or(UPSTREAM_TIMER_MIN)
+    }
+
+    /// `__mptcp_set_timeout`, as `mptcp_subflow_get_send` calls it before
+    /// it picks a subflow for new data.
+    pub(super) fn set_upstream_timer_ival(&mut self, now: SimTime) {
+        self.upstream_timer_ival = self.upstream_timer_interval(now);
     }
 }
 
@@ -303,6 +313,33 @@ mod tests {
         // The client's RTO is pending: the time left on it.
         let rto_at = client.subs[0].sf.retransmit_timeout().expect("data in flight");
         assert_eq!(client.upstream_timer_interval(now), rto_at - now);
+    }
+
+    #[test]
+    fn the_upstream_timer_keeps_the_interval_the_scheduler_last_set() {
+        // Linux sets `timer_ival` when `mptcp_subflow_get_send` runs and
+        // re-arms the timer with it, whatever the subflows' timers are then.
+        let (mut c, now) = established(SchedulerKind::Upstream, None);
+        let mut out = Vec::new();
+        c.send(SEG);
+        c.drain_transmit(now, &mut out);
+        // Nothing was in flight when the scheduler looked: TCP_RTO_MIN.
+        let min = SimDuration::from_millis(200);
+        assert_eq!(c.conn.upstream_timer_ival, min);
+        assert_eq!(c.conn.tx.timer(), Some(now + min));
+        let later = now + SimDuration::from_millis(50);
+        c.send(SEG);
+        c.drain_transmit(later, &mut out);
+        let rto_at = c.subs[0].sf.retransmit_timeout().expect("data in flight");
+        assert_eq!(c.conn.upstream_timer_ival, rto_at - later);
+        // A pending timer is not moved.
+        assert_eq!(c.conn.tx.timer(), Some(now + min));
+        // It fires; re-armed with the interval of the last pick, not with
+        // the time now left on the subflow's timer.
+        let fired = now + min;
+        c.handle_timeout(fired);
+        assert_eq!(c.conn.tx.timer(), Some(fired + (rto_at - later)));
+        assert_ne!(rto_at - later, rto_at - fired);
     }
 
     /// Payload of one MPTCP segment here: the 1500-byte MTU less IPv4 and

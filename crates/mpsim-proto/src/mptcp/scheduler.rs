@@ -259,7 +259,8 @@ impl Scheduler {
 /// Upstream's count of MPTCP retransmission intervals a subflow spent with
 /// data outstanding and no progress (`stale_count`, `stale_rcv_tstamp` of
 /// Linux). Progress is the subflow's cumulative ACK, where Linux looks at
-/// the time of the last segment received.
+/// the time of the last segment received; either is looked at only when an
+/// interval ends (`mptcp_pm_subflow_chk_stale`, net/mptcp/pm.c).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Staleness {
     count: u8,
@@ -273,22 +274,24 @@ impl Staleness {
         self.count
     }
 
-    /// The subflow made progress: counting stops.
-    pub fn on_progress(&mut self) {
-        self.count = 0;
-    }
-
     /// One more retransmission interval with data outstanding, the
     /// cumulative ACK at `una`. Returns true when the subflow is stale
-    /// (`mptcp_pm_subflow_chk_stale`: `stale_loss_cnt` intervals).
+    /// (`mptcp_pm_subflow_chk_stale`: more than `stale_loss_cnt` intervals).
     pub fn on_interval(&mut self, una: u64) -> bool {
-        if self.count == 0 || self.mark != una {
+        if self.count == 0 {
             self.mark = una;
             self.count = 1;
             return false;
         }
+        if self.mark != una {
+            // Progress since counting began: `stale_count = 0`.
+            self.count = 0;
+            return false;
+        }
         self.count = self.count.saturating_add(1);
-        self.count >= UPSTREAM_STALE_LOSS_CNT
+        // `mptcp_pm_subflows_chk_stale` (net/mptcp/pm.c) returns while
+        // `stale_count <= stale_loss_cnt`.
+        self.count > UPSTREAM_STALE_LOSS_CNT
     }
 }
 
@@ -507,16 +510,23 @@ mod tests {
     }
 
     #[test]
-    fn a_subflow_is_stale_after_four_intervals_without_progress() {
+    fn a_subflow_is_stale_after_more_than_four_intervals_without_progress() {
+        // `mptcp_pm_subflows_chk_stale` returns while `stale_count <=
+        // stale_loss_cnt`: the fifth interval makes the subflow stale.
         let mut s = Staleness::default();
-        let stale: Vec<bool> = (0..4).map(|_| s.on_interval(100)).collect();
-        assert_eq!(stale, vec![false, false, false, true]);
-        assert_eq!(s.count(), 4);
-        // Progress between intervals starts the count again.
+        let stale: Vec<bool> = (0..5).map(|_| s.on_interval(100)).collect();
+        assert_eq!(stale, vec![false, false, false, false, true]);
+        assert_eq!(s.count(), 5);
+        // Progress is seen at the next interval (`mptcp_pm_subflow_chk_stale`
+        // compares `rcv_tstamp` then): the count drops to 0 there and
+        // starts again at the one after. Until then it stays, and keeps
+        // the subflow's timer out of the MPTCP timer's interval.
         let mut s = Staleness::default();
-        assert!(!s.on_interval(100) && !s.on_interval(100) && !s.on_interval(200));
-        assert_eq!(s.count(), 1);
-        s.on_progress();
+        assert!(!s.on_interval(100) && !s.on_interval(100));
+        assert_eq!(s.count(), 2);
+        assert!(!s.on_interval(200));
         assert_eq!(s.count(), 0);
+        assert!(!s.on_interval(200));
+        assert_eq!(s.count(), 1);
     }
 }

@@ -163,6 +163,10 @@ impl Conn {
                 }
                 return;
             }
+            if seg.reinject.is_none() && self.cfg.scheduler == SchedulerKind::Upstream {
+                // `mptcp_subflow_get_send` calls `__mptcp_set_timeout`.
+                self.set_upstream_timer_ival(now);
+            }
             let Some(r) = self.pick_ignoring_window(&seg) else { return };
             if seg.reinject.is_none() {
                 self.sched.on_new_data_sent(seg.len);

@@ -1,13 +1,14 @@
 //! The event queue, ordered by (time, insertion sequence) so simultaneous
 //! events run in the order they were scheduled, on every machine.
 //!
-//! A radix heap with 8-bit digits: simulated time never goes backwards,
-//! so an event is filed by the highest byte in which its time differs from
-//! the last popped time (its level) and its value there (its digit). Pushing
-//! is O(1); popping empties the lowest non-empty bucket into lower levels,
-//! so each event moves at most once per level below the one it was filed
-//! at (in practice once or twice: a packet 2 µs ahead is filed at level 2,
-//! whose buckets span 65 ns, and usually moves straight to the front). It
+//! A radix heap with 8-bit digits over time in units of 2^16 ps (65 ns):
+//! simulated time never goes backwards, so an event is filed by the
+//! highest byte in which its unit differs from that of the last popped
+//! time (its level) and its value there (its digit). Pushing is O(1);
+//! popping empties the lowest non-empty bucket into lower levels, so each
+//! event moves at most once per level below the one it was filed at (a
+//! packet microseconds ahead is filed at level 0 or 1 and moves at most
+//! once). Events of the current unit are kept sorted at the front. It
 //! avoids the unpredictable branches of a binary heap's sift-down, which
 //! dominated the per-packet cost, and the many short moves of a radix heap
 //! with 1-bit digits (eight or more per event on a dumbbell).
@@ -15,18 +16,22 @@
 //! Events of one time sit in one bucket in the order they were pushed: two
 //! events of the same time always share their level and digit, and moving
 //! a bucket keeps the order of its entries (its targets are empty, being
-//! lower than the lowest non-empty level). So no sequence number is kept.
+//! lower than the lowest non-empty level). A stable sort by time then
+//! gives the (time, sequence) order, so no sequence number is kept.
 
 use crate::time::SimTime;
 
+/// Low bits of the time below the unit: events within one unit are sorted.
+const SHIFT: u32 = 16;
 const DIGIT_BITS: u32 = 8;
 const DIGITS: usize = 1 << DIGIT_BITS;
-const LEVELS: usize = 64 / DIGIT_BITS as usize;
+const LEVELS: usize = (64 - SHIFT as usize).div_ceil(DIGIT_BITS as usize);
 
 /// Min-queue of events of type `E`. Events may not be scheduled before
 /// the time of the last event popped.
 pub struct EventQueue<E> {
-    /// The events at time `last`, in scheduling order; `now[head]` is next.
+    /// The events in the unit of `last`, sorted by (time, scheduling
+    /// order); `now[head]` is next.
     now: Vec<(u64, E)>,
     head: usize,
     /// Bucket `level * DIGITS + digit`.
@@ -62,24 +67,38 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Schedules `event` at `time` (clamped to the last popped time).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: SimTime, event: E) {
         debug_assert!(time.0 >= self.last, "event scheduled in the past");
         self.len += 1;
-        self.place(time.0.max(self.last), event);
+        let t = time.0.max(self.last);
+        if (t ^ self.last) >> SHIFT == 0 {
+            self.insert_now(t, event);
+        } else {
+            self.file(t, event);
+        }
     }
 
-    /// Files an event of time `t >= last`: at the front if `t` is `last`,
-    /// else by the highest byte in which `t` differs from `last`.
-    #[inline(always)]
-    fn place(&mut self, t: u64, event: E) {
-        let x = t ^ self.last;
-        if x == 0 {
+    /// Puts an event of the current unit in order among those not yet
+    /// popped: after every event of the same or an earlier time. Usually
+    /// the latest, so the scan from the back is short.
+    #[inline(never)]
+    fn insert_now(&mut self, t: u64, event: E) {
+        let pos = self.now[self.head..].iter().rposition(|&(u, _)| u <= t).map_or(self.head, |i| self.head + i + 1);
+        if pos == self.now.len() {
             self.now.push((t, event));
-            return;
+        } else {
+            self.now.insert(pos, (t, event));
         }
+    }
+
+    /// Files an event of a later unit than `last`'s by the highest byte in
+    /// which the units differ.
+    #[inline(always)]
+    fn file(&mut self, t: u64, event: E) {
+        let x = (t ^ self.last) >> SHIFT;
         let level = ((63 - x.leading_zeros()) / DIGIT_BITS) as usize;
-        let digit = ((t >> (DIGIT_BITS as usize * level)) as usize) & (DIGITS - 1);
+        let digit = ((t >> (SHIFT as usize + DIGIT_BITS as usize * level)) as usize) & (DIGITS - 1);
         self.buckets[level * DIGITS + digit].push((t, event));
         self.digits[level][digit / 64] |= 1 << (digit % 64);
         self.levels |= 1 << level;
@@ -92,8 +111,8 @@ impl<E: Copy> EventQueue<E> {
         self.head < self.now.len() || self.refill()
     }
 
-    /// Moves the lowest non-empty bucket to the front, or spreads it over
-    /// the lower levels around its earliest time. False when empty.
+    /// Moves the earliest unit's events to the front, spreading the rest
+    /// of their bucket over the lower levels. False when empty.
     #[inline(never)]
     fn refill(&mut self) -> bool {
         self.now.clear();
@@ -111,22 +130,29 @@ impl<E: Copy> EventQueue<E> {
             self.levels &= !(1 << level);
         }
         let b = level * DIGITS + digit;
-        // At level 0 only the lowest byte differs from `last`, and it is
-        // `digit` for all: the bucket holds one time, in scheduling order.
-        // A bucket of one event (most of them) holds the minimum alone.
+        // A level-0 bucket holds a single unit; a bucket of one event (most
+        // of them) holds the minimum alone.
         if level == 0 || self.buckets[b].len() == 1 {
             std::mem::swap(&mut self.now, &mut self.buckets[b]);
-            self.last = self.now[0].0;
-            return true;
+        } else {
+            let mut spill = std::mem::take(&mut self.spill);
+            std::mem::swap(&mut spill, &mut self.buckets[b]);
+            self.last = spill.iter().map(|&(t, _)| t).min().unwrap_or(self.last);
+            for &(t, e) in &spill {
+                if (t ^ self.last) >> SHIFT == 0 {
+                    self.now.push((t, e));
+                } else {
+                    self.file(t, e);
+                }
+            }
+            spill.clear();
+            self.spill = spill;
         }
-        let mut spill = std::mem::take(&mut self.spill);
-        std::mem::swap(&mut spill, &mut self.buckets[b]);
-        self.last = spill.iter().map(|&(t, _)| t).min().unwrap_or(self.last);
-        for &(t, e) in &spill {
-            self.place(t, e);
+        if self.now.len() > 1 {
+            // Stable: events of one time keep their scheduling order.
+            self.now.sort_by_key(|&(t, _)| t);
         }
-        spill.clear();
-        self.spill = spill;
+        self.last = self.now[0].0;
         true
     }
 
@@ -147,6 +173,7 @@ impl<E: Copy> EventQueue<E> {
         let (t, e) = self.now[self.head];
         self.head += 1;
         self.len -= 1;
+        self.last = t;
         Some((SimTime(t), e))
     }
 

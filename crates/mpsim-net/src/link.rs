@@ -30,6 +30,9 @@ use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
 use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
 
+/// Picoseconds of one bit at 1 bit/s.
+const BIT_PS: u64 = 8 * 1_000_000_000_000;
+
 /// Capacity of the drop-tail queue (packets waiting, not counting the one
 /// being serialised).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +123,13 @@ pub struct LinkDir {
     /// Packets the discipline dropped or marked since the engine last
     /// looked (it drains this after every call).
     pub aqm: Vec<(PacketId, AqmAction)>,
+    /// The rate `ps_per_byte` was computed for (`params` is public and
+    /// changes with link events, so the cache checks it).
+    cached_rate_bps: u64,
+    /// Picoseconds per byte at `cached_rate_bps` when that divides
+    /// 8 bit x 10^12 ps exactly, else 0: two 64-bit divisions per packet
+    /// saved, which cost tens of cycles each.
+    ps_per_byte: u64,
 }
 
 impl LinkDir {
@@ -131,11 +141,13 @@ impl LinkDir {
             jitter_generation: 0,
             rng,
             busy_until: SimTime::ZERO,
-            pipe: VecDeque::with_capacity(64),
-            waiting: VecDeque::with_capacity(64),
+            pipe: VecDeque::new(),
+            waiting: VecDeque::new(),
             waiting_bytes: 0,
             qdisc: Qdisc::DropTail,
             aqm: Vec::new(),
+            cached_rate_bps: 0,
+            ps_per_byte: 0,
         }
     }
 
@@ -183,13 +195,27 @@ impl LinkDir {
     /// Serialisation time of `wire_bytes` at the current rate. Most rates
     /// divide 8 bit x 10^12 ps exactly, and then a multiplication gives the
     /// same integer as the general (128-bit) division, at a fraction of its cost.
-    fn transmission(&self, wire_bytes: u32) -> SimDuration {
-        Self::transmission_at(wire_bytes, self.params.bandwidth_bps)
+    #[inline]
+    fn transmission(&mut self, wire_bytes: u32) -> SimDuration {
+        let rate = self.params.bandwidth_bps;
+        if rate != self.cached_rate_bps {
+            self.cached_rate_bps = rate;
+            self.ps_per_byte = if Self::exact_at(rate) { BIT_PS / rate } else { 0 };
+        }
+        if self.ps_per_byte != 0 {
+            SimDuration(wire_bytes as u64 * self.ps_per_byte)
+        } else {
+            Self::transmission_at(wire_bytes, rate)
+        }
+    }
+
+    /// A byte takes a whole number of picoseconds at `bandwidth_bps`.
+    fn exact_at(bandwidth_bps: u64) -> bool {
+        bandwidth_bps > 0 && BIT_PS.is_multiple_of(bandwidth_bps)
     }
 
     fn transmission_at(wire_bytes: u32, bandwidth_bps: u64) -> SimDuration {
-        const BIT_PS: u64 = 8 * 1_000_000_000_000;
-        if bandwidth_bps > 0 && BIT_PS.is_multiple_of(bandwidth_bps) {
+        if Self::exact_at(bandwidth_bps) {
             SimDuration(wire_bytes as u64 * (BIT_PS / bandwidth_bps))
         } else {
             SimDuration::transmission(wire_bytes as u64, bandwidth_bps)
@@ -209,6 +235,9 @@ impl LinkDir {
         self.qdisc.uses_flow_hash()
     }
 
+    /// Inlined into the engine's single caller: the call, and the offer and
+    /// outcome passed through memory, cost some 25 instructions per hop.
+    #[inline(always)]
     pub fn offer(&mut self, now: SimTime, pkt: QPkt) -> EnqueueOutcome {
         if !self.params.up {
             self.stats.down_drops += 1;
@@ -241,7 +270,7 @@ impl LinkDir {
         self.stats.tx_bytes += wire_bytes as u64;
         self.stats.tx_packets += 1;
         self.stats.busy_ps += tx.as_ps();
-        let lost = self.params.loss.lose(&mut self.rng);
+        let lost = self.lose();
         if jittered {
             if lost {
                 self.stats.loss_drops += 1;
@@ -254,6 +283,13 @@ impl LinkDir {
         let was_empty = self.pipe.is_empty();
         self.pipe.push_back(InFlight { arrival, pid, wire_bytes, lost });
         EnqueueOutcome::Accepted { schedule: was_empty.then_some(arrival) }
+    }
+
+    /// The loss model's verdict on a packet put on the wire; the call is
+    /// skipped on a lossless link (most of them).
+    #[inline]
+    fn lose(&mut self) -> bool {
+        !matches!(self.params.loss, LossModel::None) && self.params.loss.lose(&mut self.rng)
     }
 
     /// An admission discipline's verdict on a packet arriving at `now`.
@@ -319,7 +355,7 @@ impl LinkDir {
             self.stats.tx_bytes += p.wire_bytes as u64;
             self.stats.tx_packets += 1;
             self.stats.busy_ps += tx.as_ps();
-            let lost = self.params.loss.lose(&mut self.rng);
+            let lost = self.lose();
             let arrival = (self.busy_until + self.params.delay).max(self.last_arrival());
             self.pipe.push_back(InFlight { arrival, pid: p.pid, wire_bytes: p.wire_bytes, lost });
         }
@@ -336,6 +372,7 @@ impl LinkDir {
 
     /// Removes the packet arriving now (the head of the pipe). Returns it,
     /// whether it survived the wire, and the time of the next arrival.
+    #[inline(always)]
     pub fn pop_arrival(&mut self) -> (PacketId, bool, Option<SimTime>) {
         // The engine only calls this at the head's arrival time for the
         // current generation, so the pipe is non-empty.
@@ -488,6 +525,17 @@ mod tests {
             for bytes in [1u32, 66, 1514, 9000, 65535] {
                 assert_eq!(LinkDir::transmission_at(bytes, bw), SimDuration::transmission(bytes as u64, bw), "{bw} {bytes}");
             }
+        }
+    }
+
+    /// The cached per-byte time follows a rate set through `params`, as
+    /// link events and traces do.
+    #[test]
+    fn the_cached_rate_follows_changes_of_the_parameters() {
+        let mut d = dir(1_000_000_000, 1, QueueLimit::Packets(10));
+        for bw in [1_000_000_000u64, 7_777_777, 2_500_000, 1_000_000_000, 3] {
+            d.params.bandwidth_bps = bw;
+            assert_eq!(d.transmission(1514), SimDuration::transmission(1514, bw), "{bw}");
         }
     }
 

@@ -70,6 +70,19 @@ fn sort_unit<E: Copy>(events: &mut [(u64, E)]) {
     }
 }
 
+/// Entries an emptied bucket keeps room for. Buffers move between the
+/// front, the spill buffer and the buckets as they are swapped; without a
+/// cap, one grown by a burst would end up allocated in many of the 1,792
+/// buckets (on large fabrics, tens of megabytes).
+const KEPT_CAPACITY: usize = 64;
+
+#[inline]
+fn cap_emptied<T>(bucket: &mut Vec<T>) {
+    if bucket.capacity() > KEPT_CAPACITY {
+        bucket.shrink_to(KEPT_CAPACITY);
+    }
+}
+
 impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
@@ -158,9 +171,11 @@ impl<E: Copy> EventQueue<E> {
         // of them) holds the minimum alone.
         if level == 0 || self.buckets[b].len() == 1 {
             std::mem::swap(&mut self.now, &mut self.buckets[b]);
+            cap_emptied(&mut self.buckets[b]);
         } else {
             let mut spill = std::mem::take(&mut self.spill);
             std::mem::swap(&mut spill, &mut self.buckets[b]);
+            cap_emptied(&mut self.buckets[b]);
             self.last = spill.iter().map(|&(t, _)| t).min().unwrap_or(self.last);
             for &(t, e) in &spill {
                 if (t ^ self.last) >> SHIFT == 0 {

@@ -144,13 +144,25 @@ impl Receiver {
         // the sorted queue: indices lo..hi. They merge into one.
         let lo = self.ooo.partition_point(|&(_, e)| e < start);
         let hi = self.ooo.partition_point(|&(s, _)| s <= end);
+        if lo == hi {
+            self.ooo.insert(lo, (start, end));
+            self.note_changed(start, end - start);
+            return;
+        }
+        // The merged range takes the place of the first: a segment
+        // filling part of a hole usually touches one range, and removing
+        // it to insert it again shifted the ranges above it (an MPTCP
+        // connection's queue holds many, one per hole of each subflow).
         let (mut ms, mut me) = (start, end);
-        for (s, e) in self.ooo.drain(lo..hi) {
+        for &(s, e) in self.ooo.range(lo..hi) {
             self.ooo_bytes -= e - s;
             ms = ms.min(s);
             me = me.max(e);
         }
-        self.ooo.insert(lo, (ms, me));
+        self.ooo[lo] = (ms, me);
+        if hi > lo + 1 {
+            self.ooo.drain(lo + 1..hi);
+        }
         self.note_changed(ms, me - ms);
     }
 
@@ -225,6 +237,27 @@ mod tests {
         assert_eq!(r.ooo_bytes(), 200);
         let dup = r.on_data(0, 0);
         assert!(dup.ack_now);
+    }
+
+    #[test]
+    fn a_segment_in_a_hole_merges_with_the_ranges_it_touches() {
+        let mut r = Receiver::new(0, 100_000);
+        for k in 1..=5 {
+            r.on_data(k * 1_000, k * 1_000 + 100);
+        }
+        r.on_data(2_100, 2_200); // extends the second range up
+        r.on_data(2_900, 3_000); // the third down
+        r.on_data(3_100, 4_000); // joins the third and the fourth
+        r.on_data(1_500, 1_600); // a range of its own
+        let ranges: Vec<(u64, u64)> = r.ooo.iter().copied().collect();
+        assert_eq!(ranges, vec![(1_000, 1_100), (1_500, 1_600), (2_000, 2_200), (2_900, 4_100), (5_000, 5_100)]);
+        assert_eq!(r.ooo_bytes(), 100 + 100 + 200 + 1_200 + 100);
+        assert_eq!(r.sack_blocks().as_slice(), &[(1_500, 1_600), (2_900, 4_100), (2_000, 2_200)]);
+        // One segment over three ranges and the holes between them.
+        r.on_data(1_050, 3_000);
+        let ranges: Vec<(u64, u64)> = r.ooo.iter().copied().collect();
+        assert_eq!(ranges, vec![(1_000, 4_100), (5_000, 5_100)]);
+        assert_eq!(r.ooo_bytes(), 3_200);
     }
 
     #[test]

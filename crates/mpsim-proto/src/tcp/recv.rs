@@ -78,7 +78,10 @@ impl Receiver {
             self.duplicate_segs += 1;
             return RecvOutcome { ack_now: true, ..Default::default() };
         }
-        self.duplicate_segs += self.holds(start, end) as u64;
+        // The ranges starting at or below `start`: one search serves the
+        // duplicate check and the insertion.
+        let above = self.ooo.partition_point(|&(s, _)| s <= start);
+        self.duplicate_segs += (above > 0 && self.ooo[above - 1].1 >= end) as u64;
         if end > self.rcv_nxt + self.buf_bytes {
             return RecvOutcome { ack_now: true, dropped: true, ..Default::default() };
         }
@@ -91,14 +94,8 @@ impl Receiver {
             self.delivered_bytes += delivered;
             return RecvOutcome { delivered, ack_now: had_ooo, dropped: false };
         }
-        self.insert_ooo(start, end);
+        self.insert_ooo(start, end, above);
         RecvOutcome { ack_now: true, ..Default::default() }
-    }
-
-    /// `[start, end)` lies inside one out-of-order range.
-    fn holds(&self, start: u64, end: u64) -> bool {
-        let i = self.ooo.partition_point(|&(s, _)| s <= start);
-        i > 0 && self.ooo[i - 1].1 >= end
     }
 
     fn drain_ooo(&mut self) {
@@ -112,7 +109,8 @@ impl Receiver {
         }
     }
 
-    fn insert_ooo(&mut self, start: u64, end: u64) {
+    /// `above`: how many ranges start at or below `start`.
+    fn insert_ooo(&mut self, start: u64, end: u64, above: usize) {
         // Fast path: the segment extends the highest range (the usual case:
         // in-order data behind a hole) or starts a new one above it.
         match self.ooo.back_mut() {
@@ -123,7 +121,7 @@ impl Receiver {
             }
             Some(&mut (_, e)) if e < start => self.push_new(start, end),
             None => self.push_new(start, end),
-            Some(_) => self.insert_ooo_merging(start, end),
+            Some(_) => self.insert_ooo_merging(start, end, above),
         }
     }
 
@@ -139,11 +137,17 @@ impl Receiver {
         self.recent[0] = Some(start);
     }
 
-    fn insert_ooo_merging(&mut self, start: u64, end: u64) {
+    fn insert_ooo_merging(&mut self, start: u64, end: u64, above: usize) {
         // The ranges that overlap or touch [start, end) are contiguous in
-        // the sorted queue: indices lo..hi. They merge into one.
-        let lo = self.ooo.partition_point(|&(_, e)| e < start);
-        let hi = self.ooo.partition_point(|&(s, _)| s <= end);
+        // the sorted queue: indices lo..hi. They merge into one. Ranges
+        // are disjoint and do not touch, so every one below the last
+        // starting at or below `start` ends before it: lo is that one or
+        // the next. hi lies a few ranges above (those the segment covers).
+        let lo = if above > 0 && self.ooo[above - 1].1 >= start { above - 1 } else { above };
+        let mut hi = above;
+        while self.ooo.get(hi).is_some_and(|&(s, _)| s <= end) {
+            hi += 1;
+        }
         if lo == hi {
             self.ooo.insert(lo, (start, end));
             self.note_changed(start, end - start);

@@ -159,7 +159,7 @@ impl DataSender {
     #[inline(always)]
     pub fn next_segment(&mut self, mss_bytes: u32, reinjectable: impl Fn(u64) -> bool) -> Option<NextSeg> {
         while let Some(&dsn) = self.reinject.front() {
-            match self.unacked.iter().position(|s| s.dsn == dsn && s.in_reinject_queue) {
+            match self.queued_for_reinjection(dsn) {
                 Some(i) if reinjectable(self.unacked[i].path_mask) => {
                     let s = self.unacked[i];
                     return Some(NextSeg { dsn: s.dsn, len: s.len, reinject: Some(i) });
@@ -180,6 +180,17 @@ impl DataSender {
             }
         }
         self.new_data(mss_bytes)
+    }
+
+    /// The index of the unacknowledged segment at `dsn` if it waits in
+    /// the reinjection queue. Segments are in DSN order and disjoint (a
+    /// partial DATA_ACK only trims the head), so a binary search finds
+    /// the one a walk would: with a thousand segments in flight a walk
+    /// per reinjection made a burst of them quadratic.
+    #[inline(always)]
+    fn queued_for_reinjection(&self, dsn: u64) -> Option<usize> {
+        let i = self.unacked.partition_point(|s| s.dsn < dsn);
+        self.unacked.get(i).is_some_and(|s| s.dsn == dsn && s.in_reinject_queue).then_some(i)
     }
 
     fn new_data(&self, mss_bytes: u32) -> Option<NextSeg> {
@@ -252,7 +263,7 @@ impl DataSender {
                 let s = &mut self.unacked[i];
                 s.path_mask |= bit(r);
                 s.in_reinject_queue = false;
-                self.reinject.retain(|&d| d != seg.dsn);
+                self.leave_reinjection_queue(seg.dsn);
                 true
             }
             None => {
@@ -267,6 +278,20 @@ impl DataSender {
                 self.nxt += seg.len as u64;
                 false
             }
+        }
+    }
+
+    /// `dsn` went out: out of the reinjection queue. A DSN is queued only
+    /// while its segment is not (`in_reinject_queue`), and every path
+    /// that clears the flag takes the DSN out, so it is there at most
+    /// once; usually it is the head, which `next_segment` just returned.
+    #[inline(always)]
+    fn leave_reinjection_queue(&mut self, dsn: u64) {
+        if self.reinject.front() == Some(&dsn) {
+            self.reinject.pop_front();
+            debug_assert!(!self.reinject.contains(&dsn), "DSN {dsn} queued twice for reinjection");
+        } else {
+            self.reinject.retain(|&d| d != dsn);
         }
     }
 
@@ -530,6 +555,41 @@ mod tests {
         assert!(s.on_sent(1, &seg));
         assert_eq!(s.path_mask(3), 0b11);
         assert_eq!(s.reinject_queue().iter().copied().collect::<Vec<_>>(), vec![4_001]);
+    }
+
+    #[test]
+    fn reinjections_leave_the_queue_wherever_they_stand_in_it() {
+        let mut s = sender(10_000);
+        send_all_on(&mut s, 0);
+        s.reinject_outstanding(0, (0..10).map(|k| (1 + k * 1_000, 1_000)));
+        // Two segments DATA_ACKed and the third trimmed to [2_501, 3_001):
+        // their DSNs in the queue find no segment and are dropped.
+        s.on_data_ack(2_501, 65_536);
+        let seg = s.next_segment(MSS, ANY).expect("a reinjection");
+        assert_eq!((seg.dsn, seg.reinject), (3_001, Some(1)));
+        s.on_sent(1, &seg);
+        let queue = |s: &DataSender| s.reinject_queue().iter().copied().collect::<Vec<_>>();
+        assert_eq!(queue(&s), (4..10).map(|k| 1 + k * 1_000).collect::<Vec<_>>());
+        // The trimmed head, sent again by another path, was not queued under its new DSN.
+        let head = s.head_as_reinjection().expect("a head");
+        assert_eq!(head.dsn, 2_501);
+        s.on_sent(1, &head);
+        assert_eq!(queue(&s).len(), 6);
+        // A segment from the middle of the queue leaves it; the order stays.
+        let mid = s.redundant_next(2, 6_001, false, MSS).expect("a segment subflow 2 lacks");
+        assert_eq!(mid.dsn, 6_001);
+        s.on_sent(2, &mid);
+        assert_eq!(queue(&s), vec![4_001, 5_001, 7_001, 8_001, 9_001]);
+        let order: Vec<u64> = std::iter::from_fn(|| {
+            let seg = s.next_segment(MSS, ANY).filter(|g| g.reinject.is_some())?;
+            s.on_sent(3, &seg);
+            Some(seg.dsn)
+        })
+        .collect();
+        assert_eq!(order, vec![4_001, 5_001, 7_001, 8_001, 9_001]);
+        assert!(s.reinject_queue().is_empty());
+        assert_eq!(s.path_mask(4), 0b101, "6_001 went on subflow 2 only");
+        assert_eq!(s.path_mask(5), 0b1001, "7_001 on subflow 3");
     }
 
     #[test]

@@ -78,7 +78,10 @@ impl Receiver {
             self.duplicate_segs += 1;
             return RecvOutcome { ack_now: true, ..Default::default() };
         }
-        self.duplicate_segs += self.holds(start, end) as u64;
+        // The ranges starting at or below `start`: one search serves the
+        // duplicate check and the insertion.
+        let above = self.ooo.partition_point(|&(s, _)| s <= start);
+        self.duplicate_segs += (above > 0 && self.ooo[above - 1].1 >= end) as u64;
         if end > self.rcv_nxt + self.buf_bytes {
             return RecvOutcome { ack_now: true, dropped: true, ..Default::default() };
         }
@@ -91,14 +94,8 @@ impl Receiver {
             self.delivered_bytes += delivered;
             return RecvOutcome { delivered, ack_now: had_ooo, dropped: false };
         }
-        self.insert_ooo(start, end);
+        self.insert_ooo(start, end, above);
         RecvOutcome { ack_now: true, ..Default::default() }
-    }
-
-    /// `[start, end)` lies inside one out-of-order range.
-    fn holds(&self, start: u64, end: u64) -> bool {
-        let i = self.ooo.partition_point(|&(s, _)| s <= start);
-        i > 0 && self.ooo[i - 1].1 >= end
     }
 
     fn drain_ooo(&mut self) {
@@ -112,7 +109,8 @@ impl Receiver {
         }
     }
 
-    fn insert_ooo(&mut self, start: u64, end: u64) {
+    /// `above`: how many ranges start at or below `start`.
+    fn insert_ooo(&mut self, start: u64, end: u64, above: usize) {
         // Fast path: the segment extends the highest range (the usual case:
         // in-order data behind a hole) or starts a new one above it.
         match self.ooo.back_mut() {
@@ -123,7 +121,7 @@ impl Receiver {
             }
             Some(&mut (_, e)) if e < start => self.push_new(start, end),
             None => self.push_new(start, end),
-            Some(_) => self.insert_ooo_merging(start, end),
+            Some(_) => self.insert_ooo_merging(start, end, above),
         }
     }
 
@@ -139,18 +137,36 @@ impl Receiver {
         self.recent[0] = Some(start);
     }
 
-    fn insert_ooo_merging(&mut self, start: u64, end: u64) {
+    fn insert_ooo_merging(&mut self, start: u64, end: u64, above: usize) {
         // The ranges that overlap or touch [start, end) are contiguous in
-        // the sorted queue: indices lo..hi. They merge into one.
-        let lo = self.ooo.partition_point(|&(_, e)| e < start);
-        let hi = self.ooo.partition_point(|&(s, _)| s <= end);
+        // the sorted queue: indices lo..hi. They merge into one. Ranges
+        // are disjoint and do not touch, so every one below the last
+        // starting at or below `start` ends before it: lo is that one or
+        // the next. hi lies a few ranges above (those the segment covers).
+        let lo = if above > 0 && self.ooo[above - 1].1 >= start { above - 1 } else { above };
+        let mut hi = above;
+        while self.ooo.get(hi).is_some_and(|&(s, _)| s <= end) {
+            hi += 1;
+        }
+        if lo == hi {
+            self.ooo.insert(lo, (start, end));
+            self.note_changed(start, end - start);
+            return;
+        }
+        // The merged range takes the place of the first: a segment
+        // filling part of a hole usually touches one range, and removing
+        // it to insert it again shifted the ranges above it (an MPTCP
+        // connection's queue holds many, one per hole of each subflow).
         let (mut ms, mut me) = (start, end);
-        for (s, e) in self.ooo.drain(lo..hi) {
+        for &(s, e) in self.ooo.range(lo..hi) {
             self.ooo_bytes -= e - s;
             ms = ms.min(s);
             me = me.max(e);
         }
-        self.ooo.insert(lo, (ms, me));
+        self.ooo[lo] = (ms, me);
+        if hi > lo + 1 {
+            self.ooo.drain(lo + 1..hi);
+        }
         self.note_changed(ms, me - ms);
     }
 
@@ -225,6 +241,27 @@ mod tests {
         assert_eq!(r.ooo_bytes(), 200);
         let dup = r.on_data(0, 0);
         assert!(dup.ack_now);
+    }
+
+    #[test]
+    fn a_segment_in_a_hole_merges_with_the_ranges_it_touches() {
+        let mut r = Receiver::new(0, 100_000);
+        for k in 1..=5 {
+            r.on_data(k * 1_000, k * 1_000 + 100);
+        }
+        r.on_data(2_100, 2_200); // extends the second range up
+        r.on_data(2_900, 3_000); // the third down
+        r.on_data(3_100, 4_000); // joins the third and the fourth
+        r.on_data(1_500, 1_600); // a range of its own
+        let ranges: Vec<(u64, u64)> = r.ooo.iter().copied().collect();
+        assert_eq!(ranges, vec![(1_000, 1_100), (1_500, 1_600), (2_000, 2_200), (2_900, 4_100), (5_000, 5_100)]);
+        assert_eq!(r.ooo_bytes(), 100 + 100 + 200 + 1_200 + 100);
+        assert_eq!(r.sack_blocks().as_slice(), &[(1_500, 1_600), (2_900, 4_100), (2_000, 2_200)]);
+        // One segment over three ranges and the holes between them.
+        r.on_data(1_050, 3_000);
+        let ranges: Vec<(u64, u64)> = r.ooo.iter().copied().collect();
+        assert_eq!(ranges, vec![(1_000, 4_100), (5_000, 5_100)]);
+        assert_eq!(r.ooo_bytes(), 3_200);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use super::sender::Sender;
 use super::{PathAddrs, SctpConfig};
 use crate::mptcp::MptcpEvent;
 use crate::tcp::AppEvent;
-use crate::transport::{PathView, RecoveryCounters, Transport, Tuple};
+use crate::transport::{FastRtxCounters, PathView, RecoveryCounters, Transport, Tuple};
 use mpsim_core::sctp::{Chunk, DataChunk, COMMON_HEADER_BYTES, DATA_FLAG_B, DATA_FLAG_E};
 use mpsim_core::{Packet, PacketExt, Proto, SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -568,6 +568,11 @@ impl Association {
             timeouts: d.stats.timeouts,
             fast_recoveries: d.stats.fast_recoveries,
             peer_rwnd_bytes: Some(self.sender.peer_rwnd_bytes),
+            fast_rtx: Some(FastRtxCounters {
+                total: d.stats.fast_rtx,
+                inter_path: d.stats.fast_rtx_inter,
+                intra_path: d.stats.fast_rtx_intra,
+            }),
         }
     }
 }

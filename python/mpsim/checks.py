@@ -63,6 +63,7 @@ TRANSPORT_KEYS = {
     "penalisation": ("mptcp",),
     "variant": ("cmt",),
     "rbuf": ("cmt",),
+    "smos_schedule": ("cmt",),
     "handover": ("tcp",),
 }
 # Keys that apply to one MPTCP path manager only.
@@ -471,6 +472,11 @@ class _Checker:
                     ("flow", i, key),
                     f"key '{key}' applies only to transport = '{TRANSPORT_KEYS[key][0]}', not '{flow.transport}'",
                 )
+        if flow.smos_schedule is not None and flow.transport == "cmt" and flow.variant != "smos":
+            self.add(
+                ("flow", i, "smos_schedule"),
+                f"key 'smos_schedule' applies only to variant = 'smos', not '{flow.variant or 'cmt'}'",
+            )
         if flow.rack and flow.cc_mode != "linux":
             self.add(
                 ("flow", i, "rack"),

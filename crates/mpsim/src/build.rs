@@ -485,6 +485,11 @@ fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, B
         .ok_or_else(|| invalid(format!("{what}: unknown cmt variant '{}'", f.variant.as_deref().unwrap_or_default())))?;
     let rtx_policy = mpsim_proto::sctp::variants::rtx_policy::RtxPolicy::parse(f.rtx_policy.as_deref())
         .ok_or_else(|| invalid(format!("{what}: unknown cmt rtx_policy '{}'", f.rtx_policy.as_deref().unwrap_or_default())))?;
+    let smos_trunk = match f.smos_schedule.as_deref() {
+        None | Some("online") => false,
+        Some("trunk") => true,
+        Some(other) => return Err(invalid(format!("{what}: unknown smos_schedule '{other}'"))),
+    };
     // IPv4 20, SCTP common header 12, DATA chunk header 16 (RFC 9260 section 3).
     let fit_bytes = mtu_bytes.saturating_sub(20 + 12 + 16);
     let max_payload_bytes = f.mss_bytes.map_or(fit_bytes, |m| m.min(fit_bytes)).max(1);
@@ -500,6 +505,7 @@ fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, B
         cmt: true,
         variant,
         rtx_policy,
+        smos_trunk,
         ..SctpConfig::default()
     })
 }

@@ -139,9 +139,13 @@ fn a_path_that_goes_down_and_returns_loses_no_byte() {
 /// the peer's window was closed while cwnd was open: receive-buffer
 /// blocking. Also the goodput, bit/s.
 fn blocking_and_goodput(variant: &str) -> (f64, f64) {
-    use mpsim::report_column::Column;
     let mut flow = cmt_flow(None, 64_000);
     flow["variant"] = json!(variant);
+    blocking_and_goodput_of(flow)
+}
+
+fn blocking_and_goodput_of(flow: Value) -> (f64, f64) {
+    use mpsim::report_column::Column;
     let mut spec = two_homed([200_000, 1_000_000], 45.0, flow, 50);
     spec["sample_interval_ps"] = json!(PS_PER_S / 10);
     let (sim, s) = run(&spec).expect("spec builds");
@@ -168,9 +172,13 @@ fn smt_blocks_the_receive_buffer_less_than_cmt_in_the_simple_scenario() {
     let (cmt, cmt_bps) = blocking_and_goodput("cmt");
     let (smt, smt_bps) = blocking_and_goodput("smt");
     let (smos, smos_bps) = blocking_and_goodput("smos");
-    eprintln!("blocked share of samples on path b: cmt {cmt:.3} smt {smt:.3} smos {smos:.3}");
-    eprintln!("goodput bit/s: cmt {cmt_bps:.0} smt {smt_bps:.0} smos {smos_bps:.0}");
-    for bps in [cmt_bps, smt_bps, smos_bps] {
+    let mut trunk = cmt_flow(None, 64_000);
+    trunk["variant"] = json!("smos");
+    trunk["smos_schedule"] = json!("trunk");
+    let (smos_trunk, smos_trunk_bps) = blocking_and_goodput_of(trunk);
+    eprintln!("blocked share of samples on path b: cmt {cmt:.3} smt {smt:.3} smos {smos:.3} smos trunk {smos_trunk:.3}");
+    eprintln!("goodput bit/s: cmt {cmt_bps:.0} smt {smt_bps:.0} smos {smos_bps:.0} smos trunk {smos_trunk_bps:.0}");
+    for bps in [cmt_bps, smt_bps, smos_bps, smos_trunk_bps] {
         assert!(bps > 0.2e6, "{bps}");
     }
     assert!(cmt > 0.0, "CMT never blocked: {cmt}");
@@ -251,4 +259,26 @@ fn fast_retransmissions_are_reported_per_destination_and_by_class() {
             assert_eq!(c.map(|x| x as f64), *l);
         }
     }
+}
+
+#[test]
+fn the_smos_trunk_schedule_is_read_and_completes_a_download_under_loss() {
+    let size = 1_000_000u64;
+    let mut flow = cmt_flow(Some(size), 64_000);
+    flow["variant"] = json!("smos");
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, flow, 300);
+    spec["links"][1]["a_to_b"]["loss"] = json!({"model": "bernoulli", "p": 0.01});
+    spec["links"][1]["b_to_a"]["loss"] = json!({"model": "bernoulli", "p": 0.01});
+    let (_, online) = run(&spec).expect("spec builds");
+    spec["flows"][0]["smos_schedule"] = json!("trunk");
+    let (_, trunk) = run(&spec).expect("spec builds");
+    for s in [&online, &trunk] {
+        let f = &s["flows"]["f"];
+        assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+        assert!(f["subflows"].as_array().expect("rows").iter().all(|r| r["bytes_delivered"].as_u64() > Some(0)), "{f:#}");
+    }
+    assert_ne!(online["flows"]["f"]["subflows"], trunk["flows"]["f"]["subflows"], "the key changed nothing");
+    spec["flows"][0]["smos_schedule"] = json!("batch");
+    let err = run(&spec).err().expect("refused");
+    assert!(err.to_string().contains("smos_schedule"), "{err}");
 }

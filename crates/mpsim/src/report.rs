@@ -613,6 +613,12 @@ impl Simulation {
         if matches!(f.spec.app, AppSpec::Cbr { .. }) || f.spec.transport == TransportSpec::Udp {
             v["sent_bytes"] = json!(f.udp_sent_bytes);
         }
+        // cmt: the destinations' fast retransmissions by class, added up.
+        if let Some(c) = rows.iter().filter_map(|r| r.fast_rtx).reduce(|a, b| a + b) {
+            v["fast_retransmissions"] = json!(c.total);
+            v["fast_retransmissions_inter"] = json!(c.inter_path);
+            v["fast_retransmissions_intra"] = json!(c.intra_path);
+        }
         v
     }
 }

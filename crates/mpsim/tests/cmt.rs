@@ -200,9 +200,9 @@ fn rtx_policy_is_read_and_an_unknown_one_refused() {
 }
 
 /// The simple scenario with a bottleneck on path b (a 5-packet queue that
-/// the 64 KB window overflows): the summary's rows and the sender's last
+/// the 64 KB window overflows): the flow's summary and the sender's last
 /// trace row per destination of `variant`.
-fn fast_retransmissions_by_class(variant: &str) -> (Vec<Value>, Vec<[f64; 3]>) {
+fn fast_retransmissions_by_class(variant: &str) -> (Value, Vec<[f64; 3]>) {
     use mpsim::report_column::Column;
     let mut flow = cmt_flow(None, 64_000);
     flow["variant"] = json!(variant);
@@ -210,7 +210,7 @@ fn fast_retransmissions_by_class(variant: &str) -> (Vec<Value>, Vec<[f64; 3]>) {
     spec["links"][1]["a_to_b"]["queue"] = json!({"packets": 5});
     spec["links"][1]["b_to_a"]["queue"] = json!({"packets": 5});
     let (sim, s) = run(&spec).expect("spec builds");
-    let rows = s["flows"]["f"]["subflows"].as_array().expect("subflows").clone();
+    let flow = s["flows"]["f"].clone();
     let traces = sim.traces();
     let table = &traces.iter().find(|(n, _)| n == "subflows").expect("subflows table").1;
     let col = |c: &str| table.columns.iter().find(|(n, _)| n == c).unwrap_or_else(|| panic!("column {c}")).1.clone();
@@ -227,7 +227,7 @@ fn fast_retransmissions_by_class(variant: &str) -> (Vec<Value>, Vec<[f64; 3]>) {
         let i = (0..subflow.len()).rev().find(|&i| subflow[i] == path && side[i] == "server").expect("a sender row");
         [total[i], inter[i], intra[i]]
     };
-    (rows, vec![last(0), last(1)])
+    (flow, vec![last(0), last(1)])
 }
 
 fn fast_rtx_counts(row: &Value) -> [u64; 3] {
@@ -241,8 +241,9 @@ fn fast_rtx_counts(row: &Value) -> [u64; 3] {
 /// destination and classes none.
 #[test]
 fn fast_retransmissions_are_reported_per_destination_and_by_class() {
-    let (smt_rows, smt_last) = fast_retransmissions_by_class("smt");
-    let (cmt_rows, cmt_last) = fast_retransmissions_by_class("cmt");
+    let (smt_flow, smt_last) = fast_retransmissions_by_class("smt");
+    let (cmt_flow, cmt_last) = fast_retransmissions_by_class("cmt");
+    let (smt_rows, cmt_rows) = (smt_flow["subflows"].as_array().expect("rows"), cmt_flow["subflows"].as_array().expect("rows"));
     let smt: Vec<[u64; 3]> = smt_rows.iter().map(fast_rtx_counts).collect();
     let cmt: Vec<[u64; 3]> = cmt_rows.iter().map(fast_rtx_counts).collect();
     eprintln!("fast retransmissions [total, inter, intra] per destination (a, b): smt {smt:?} cmt {cmt:?}");
@@ -253,6 +254,11 @@ fn fast_retransmissions_are_reported_per_destination_and_by_class() {
     assert!(smt[1][2] > 0, "no intra-path fast retransmission on the bottleneck: {smt:?}");
     assert!(cmt[1][0] > 0, "CMT never fast retransmitted on the bottleneck: {cmt:?}");
     assert!(cmt.iter().all(|c| c[1] == 0 && c[2] == 0), "CMT classed some: {cmt:?}");
+    // The flow's totals add up its destinations'.
+    for (flow, counts) in [(&smt_flow, &smt), (&cmt_flow, &cmt)] {
+        let total: Vec<u64> = (0..3).map(|k| counts.iter().map(|c| c[k]).sum()).collect();
+        assert_eq!(fast_rtx_counts(flow).to_vec(), total);
+    }
     // The trace's last sender row per destination carries the summary's counts.
     for (counts, last) in [(&smt, &smt_last), (&cmt, &cmt_last)] {
         for (c, l) in counts.iter().zip(last.iter()) {

@@ -837,11 +837,15 @@ impl Sender {
     }
 
     /// The lowest planned TSN a destination can send now; a new trunk is
-    /// numbered when a destination with room has no slot left.
+    /// numbered when a destination with room has no slot left and less
+    /// than a trunk waits (a path whose share rounds to nothing would
+    /// otherwise start a trunk on every call).
     fn next_planned(&mut self, now: SimTime) -> Option<DataTx> {
         let n = self.dests.len();
         let idle = |s: &Self, d: usize| s.dests[d].active && s.planned[d].is_empty() && s.trunk_sender(d).is_some();
-        if self.has_unsent() && (0..n).any(|d| idle(self, d)) {
+        let waiting = self.planned.iter().map(VecDeque::len).sum::<usize>();
+        let trunk = smos::default_trunk_pkts(&self.dest_states(), self.mtu) as usize;
+        if self.has_unsent() && waiting < trunk && (0..n).any(|d| idle(self, d)) {
             self.plan_trunk(now);
         }
         let (tsn, p, d) = (0..n).filter_map(|p| Some((*self.planned[p].front()?, p, self.trunk_sender(p)?))).min()?;
@@ -1089,6 +1093,26 @@ mod tests {
             s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
         }
         assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 1), (0, 0, 0)));
+    }
+
+    #[test]
+    fn a_path_whose_share_rounds_to_nothing_does_not_pile_up_trunks() {
+        let cfg = SctpConfig { variant: Variant::Smos, smos_trunk: true, rbuf_bytes: 1 << 30, ..Default::default() };
+        let mut s = Sender::new(&cfg, 2);
+        s.write(None);
+        // Rates 750 kB/s and 300 B/s: a trunk of 11 gives the slow path
+        // nothing, so it stays idle with room after every trunk.
+        for (d, cwnd, srtt_ms) in [(0, 15_000, 20), (1, 1500, 5000)] {
+            s.dests[d].cwnd_bytes = cwnd;
+            s.dests[d].srtt = Some(SimDuration::from_millis(srtt_ms));
+        }
+        for round in 0..20u32 {
+            let sent = drain(&mut s, ms(20 * round as u64));
+            assert!(sent.iter().all(|t| t.dest == 0));
+            let planned: usize = s.planned.iter().map(VecDeque::len).sum();
+            assert!(planned <= 2 * 11, "round {round}: {planned} chunks numbered and not sent");
+            s.on_sack(ms(20 * round as u64 + 20), &sack(s.next_tsn - 1 - planned as u32, &[], 1 << 30));
+        }
     }
 
     #[test]

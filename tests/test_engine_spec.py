@@ -136,3 +136,18 @@ def test_a_cmt_rtx_policy_is_carried_when_set_and_an_unknown_one_refused(tmp_pat
     assert flow["rtx_policy"] == "lossrate"
     with pytest.raises(ScenarioError, match="rtx_policy"):
         load_scenario(write(tmp_path, "bad.toml", cmt.replace('"lossrate"', '"fastest"')))
+
+
+def test_a_smos_schedule_is_carried_when_set_and_refused_off_smos(tmp_path):
+    smos = MINIMAL.replace('[[flow]]\n', '[[flow]]\ntransport = "cmt"\nvariant = "smos"\nsmos_schedule = "trunk"\n', 1)
+    flow = load_scenario(write(tmp_path, "smos.toml", smos)).to_engine_spec()["flows"][0]
+    assert flow["smos_schedule"] == "trunk"
+    unset = load_scenario(write(tmp_path, "unset.toml", smos.replace('smos_schedule = "trunk"\n', ""))).to_engine_spec()
+    assert "smos_schedule" not in unset["flows"][0]
+    for bad, key in [
+        (smos.replace('"trunk"', '"batch"'), "smos_schedule"),
+        (smos.replace('variant = "smos"', 'variant = "smt"'), "smos_schedule"),
+        (MINIMAL.replace('[[flow]]\n', '[[flow]]\nsmos_schedule = "trunk"\n', 1), "smos_schedule"),
+    ]:
+        with pytest.raises(ScenarioError, match=key):
+            load_scenario(write(tmp_path, "bad.toml", bad))

@@ -64,6 +64,7 @@ TRANSPORT_KEYS = {
     "penalisation": ("mptcp",),
     "variant": ("cmt",),
     "rbuf": ("cmt",),
+    "smos_schedule": ("cmt",),
     "handover": ("tcp",),
 }
 # Keys that apply to one MPTCP path manager only.
@@ -221,13 +222,14 @@ def random_sources(scenario: Scenario) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-# The apps the cmt association runs so far.
-CMT_APPS = ("download", "upload")
+# The apps the cmt association runs: every byte-stream app (cbr sends
+# datagrams and needs transport = "udp", which validation checks).
+CMT_APPS = ("download", "upload", "http", "onoff", "video")
 
 
 def not_runnable(scenario: Scenario) -> list[Problem]:
     """Parts of a valid scenario this version cannot simulate yet: cmt
-    flows with apps other than download and upload."""
+    flows with an app the association does not run."""
     problems: list[Problem] = [
         (
             ("flow", i, "app"),
@@ -471,6 +473,11 @@ class _Checker:
                     ("flow", i, key),
                     f"key '{key}' applies only to transport = '{TRANSPORT_KEYS[key][0]}', not '{flow.transport}'",
                 )
+        if flow.smos_schedule is not None and flow.transport == "cmt" and flow.variant != "smos":
+            self.add(
+                ("flow", i, "smos_schedule"),
+                f"key 'smos_schedule' applies only to variant = 'smos', not '{flow.variant or 'cmt'}'",
+            )
         if flow.rack and flow.cc_mode != "linux":
             self.add(
                 ("flow", i, "rack"),

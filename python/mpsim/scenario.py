@@ -482,6 +482,8 @@ class Flow(_Model):
     variant: literal("cmt_variants") | None = None
     rtx_policy: literal("rtx_policies") | None = None
     rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
+    # SMOS: the online choice per chunk, or TSNs numbered a trunk at a time by predicted arrival.
+    smos_schedule: Literal["online", "trunk"] | None = None
     sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")
     repeat: Count | None = None
     gap_ps: TimePs | None = Field(None, alias="gap")

@@ -202,6 +202,8 @@ def _flow_spec(flow: Flow, scenario: Scenario, files: dict[str, Any]) -> dict[st
         spec["rbuf_bytes"] = flow.rbuf_bytes
         if flow.rtx_policy is not None:  # absent when not set, so existing documents stay byte-identical
             spec["rtx_policy"] = flow.rtx_policy
+        if flow.smos_schedule is not None:  # the same
+            spec["smos_schedule"] = flow.smos_schedule
     return spec
 
 

@@ -457,13 +457,21 @@ impl Simulation {
 /// The association settings of a cmt flow: chunks sized for the MTU (and
 /// `mss`, if smaller), the receive buffer `rbuf` (else `rcvbuf`).
 fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, BuildError> {
-    if !matches!(f.app, AppSpec::Download { .. } | AppSpec::Upload { .. }) {
-        return Err(BuildError::Unsupported(format!("{what}: cmt runs the download and upload apps only")));
+    if sends_datagrams(&f.app) {
+        return Err(BuildError::Unsupported(format!(
+            "{what}: app 'cbr' sends datagrams; cmt carries the byte-stream apps only \
+             (download, upload, http, video, and onoff of download or upload)"
+        )));
     }
     let variant = mpsim_proto::sctp::Variant::parse(f.variant.as_deref())
         .ok_or_else(|| invalid(format!("{what}: unknown cmt variant '{}'", f.variant.as_deref().unwrap_or_default())))?;
     let rtx_policy = mpsim_proto::sctp::variants::rtx_policy::RtxPolicy::parse(f.rtx_policy.as_deref())
         .ok_or_else(|| invalid(format!("{what}: unknown cmt rtx_policy '{}'", f.rtx_policy.as_deref().unwrap_or_default())))?;
+    let smos_trunk = match f.smos_schedule.as_deref() {
+        None | Some("online") => false,
+        Some("trunk") => true,
+        Some(other) => return Err(invalid(format!("{what}: unknown smos_schedule '{other}'"))),
+    };
     // IPv4 20, SCTP common header 12, DATA chunk header 16 (RFC 9260 section 3).
     let fit_bytes = mtu_bytes.saturating_sub(20 + 12 + 16);
     let max_payload_bytes = f.mss_bytes.map_or(fit_bytes, |m| m.min(fit_bytes)).max(1);
@@ -479,8 +487,19 @@ fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, B
         cmt: true,
         variant,
         rtx_policy,
+        smos_trunk,
         ..SctpConfig::default()
     })
+}
+
+/// The application sends UDP datagrams (cbr, alone or switched on and
+/// off), which no association carries.
+fn sends_datagrams(app: &AppSpec) -> bool {
+    match app {
+        AppSpec::Cbr { .. } => true,
+        AppSpec::Onoff { inner, .. } => sends_datagrams(inner),
+        _ => false,
+    }
 }
 
 /// The MTU a flow's segments are sized for: the smallest of the interfaces

@@ -518,6 +518,10 @@ pub struct FlowSpec {
     /// lossrate); None: ssthresh.
     #[serde(default)]
     pub rtx_policy: Option<String>,
+    /// cmt, variant smos: `online` (one chunk at a time) or `trunk`
+    /// (TSNs numbered a trunk at a time); None: online.
+    #[serde(default)]
+    pub smos_schedule: Option<String>,
 }
 
 fn default_cc() -> String {

@@ -139,9 +139,13 @@ fn a_path_that_goes_down_and_returns_loses_no_byte() {
 /// the peer's window was closed while cwnd was open: receive-buffer
 /// blocking. Also the goodput, bit/s.
 fn blocking_and_goodput(variant: &str) -> (f64, f64) {
-    use mpsim::report_column::Column;
     let mut flow = cmt_flow(None, 64_000);
     flow["variant"] = json!(variant);
+    blocking_and_goodput_of(flow)
+}
+
+fn blocking_and_goodput_of(flow: Value) -> (f64, f64) {
+    use mpsim::report_column::Column;
     let mut spec = two_homed([200_000, 1_000_000], 45.0, flow, 50);
     spec["sample_interval_ps"] = json!(PS_PER_S / 10);
     let (sim, s) = run(&spec).expect("spec builds");
@@ -168,9 +172,13 @@ fn smt_blocks_the_receive_buffer_less_than_cmt_in_the_simple_scenario() {
     let (cmt, cmt_bps) = blocking_and_goodput("cmt");
     let (smt, smt_bps) = blocking_and_goodput("smt");
     let (smos, smos_bps) = blocking_and_goodput("smos");
-    eprintln!("blocked share of samples on path b: cmt {cmt:.3} smt {smt:.3} smos {smos:.3}");
-    eprintln!("goodput bit/s: cmt {cmt_bps:.0} smt {smt_bps:.0} smos {smos_bps:.0}");
-    for bps in [cmt_bps, smt_bps, smos_bps] {
+    let mut trunk = cmt_flow(None, 64_000);
+    trunk["variant"] = json!("smos");
+    trunk["smos_schedule"] = json!("trunk");
+    let (smos_trunk, smos_trunk_bps) = blocking_and_goodput_of(trunk);
+    eprintln!("blocked share of samples on path b: cmt {cmt:.3} smt {smt:.3} smos {smos:.3} smos trunk {smos_trunk:.3}");
+    eprintln!("goodput bit/s: cmt {cmt_bps:.0} smt {smt_bps:.0} smos {smos_bps:.0} smos trunk {smos_trunk_bps:.0}");
+    for bps in [cmt_bps, smt_bps, smos_bps, smos_trunk_bps] {
         assert!(bps > 0.2e6, "{bps}");
     }
     assert!(cmt > 0.0, "CMT never blocked: {cmt}");
@@ -206,4 +214,94 @@ fn a_flow_restricted_to_one_interface_uses_the_path_through_it() {
     let carried = |name: &str| s["links"][name]["b_to_a"]["bytes"].as_u64().unwrap_or(0);
     assert!(carried("b") > size, "link b carried {} bytes: {:#}", carried("b"), s["links"]);
     assert_eq!(carried("a"), 0, "{:#}", s["links"]);
+}
+
+/// The simple scenario with a bottleneck on path b (a 5-packet queue that
+/// the 64 KB window overflows): the flow's summary and the sender's last
+/// trace row per destination of `variant`.
+fn fast_retransmissions_by_class(variant: &str) -> (Value, Vec<[f64; 3]>) {
+    use mpsim::report_column::Column;
+    let mut flow = cmt_flow(None, 64_000);
+    flow["variant"] = json!(variant);
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, flow, 50);
+    spec["links"][1]["a_to_b"]["queue"] = json!({"packets": 5});
+    spec["links"][1]["b_to_a"]["queue"] = json!({"packets": 5});
+    let (sim, s) = run(&spec).expect("spec builds");
+    let flow = s["flows"]["f"].clone();
+    let traces = sim.traces();
+    let table = &traces.iter().find(|(n, _)| n == "subflows").expect("subflows table").1;
+    let col = |c: &str| table.columns.iter().find(|(n, _)| n == c).unwrap_or_else(|| panic!("column {c}")).1.clone();
+    let (Column::I64(subflow), Column::Str(side), Column::F64(total), Column::F64(inter), Column::F64(intra)) = (
+        col("subflow"),
+        col("side"),
+        col("fast_retransmissions"),
+        col("fast_retransmissions_inter"),
+        col("fast_retransmissions_intra"),
+    ) else {
+        panic!("column types")
+    };
+    let last = |path: i64| {
+        let i = (0..subflow.len()).rev().find(|&i| subflow[i] == path && side[i] == "server").expect("a sender row");
+        [total[i], inter[i], intra[i]]
+    };
+    (flow, vec![last(0), last(1)])
+}
+
+fn fast_rtx_counts(row: &Value) -> [u64; 3] {
+    let n = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("no {k} in {row:#}"));
+    [n("fast_retransmissions"), n("fast_retransmissions_inter"), n("fast_retransmissions_intra")]
+}
+
+/// Khan & Qadir's classes, per destination: with a slow path a, SMT sees
+/// a's TSNs overtaken by b's and resends them as inter-path; b's own
+/// queue drops are intra-path. CMT counts its fast retransmissions per
+/// destination and classes none.
+#[test]
+fn fast_retransmissions_are_reported_per_destination_and_by_class() {
+    let (smt_flow, smt_last) = fast_retransmissions_by_class("smt");
+    let (cmt_flow, cmt_last) = fast_retransmissions_by_class("cmt");
+    let (smt_rows, cmt_rows) = (smt_flow["subflows"].as_array().expect("rows"), cmt_flow["subflows"].as_array().expect("rows"));
+    let smt: Vec<[u64; 3]> = smt_rows.iter().map(fast_rtx_counts).collect();
+    let cmt: Vec<[u64; 3]> = cmt_rows.iter().map(fast_rtx_counts).collect();
+    eprintln!("fast retransmissions [total, inter, intra] per destination (a, b): smt {smt:?} cmt {cmt:?}");
+    for [total, inter, intra] in &smt {
+        assert_eq!(inter + intra, *total, "SMT classes every fast retransmission: {smt:?}");
+    }
+    assert!(smt[0][1] > 0, "no inter-path fast retransmission on the slow path: {smt:?}");
+    assert!(smt[1][2] > 0, "no intra-path fast retransmission on the bottleneck: {smt:?}");
+    assert!(cmt[1][0] > 0, "CMT never fast retransmitted on the bottleneck: {cmt:?}");
+    assert!(cmt.iter().all(|c| c[1] == 0 && c[2] == 0), "CMT classed some: {cmt:?}");
+    // The flow's totals add up its destinations'.
+    for (flow, counts) in [(&smt_flow, &smt), (&cmt_flow, &cmt)] {
+        let total: Vec<u64> = (0..3).map(|k| counts.iter().map(|c| c[k]).sum()).collect();
+        assert_eq!(fast_rtx_counts(flow).to_vec(), total);
+    }
+    // The trace's last sender row per destination carries the summary's counts.
+    for (counts, last) in [(&smt, &smt_last), (&cmt, &cmt_last)] {
+        for (c, l) in counts.iter().zip(last.iter()) {
+            assert_eq!(c.map(|x| x as f64), *l);
+        }
+    }
+}
+
+#[test]
+fn the_smos_trunk_schedule_is_read_and_completes_a_download_under_loss() {
+    let size = 1_000_000u64;
+    let mut flow = cmt_flow(Some(size), 64_000);
+    flow["variant"] = json!("smos");
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, flow, 300);
+    spec["links"][1]["a_to_b"]["loss"] = json!({"model": "bernoulli", "p": 0.01});
+    spec["links"][1]["b_to_a"]["loss"] = json!({"model": "bernoulli", "p": 0.01});
+    let (_, online) = run(&spec).expect("spec builds");
+    spec["flows"][0]["smos_schedule"] = json!("trunk");
+    let (_, trunk) = run(&spec).expect("spec builds");
+    for s in [&online, &trunk] {
+        let f = &s["flows"]["f"];
+        assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");
+        assert!(f["subflows"].as_array().expect("rows").iter().all(|r| r["bytes_delivered"].as_u64() > Some(0)), "{f:#}");
+    }
+    assert_ne!(online["flows"]["f"]["subflows"], trunk["flows"]["f"]["subflows"], "the key changed nothing");
+    spec["flows"][0]["smos_schedule"] = json!("batch");
+    let err = run(&spec).err().expect("refused");
+    assert!(err.to_string().contains("smos_schedule"), "{err}");
 }

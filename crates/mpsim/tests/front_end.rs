@@ -46,12 +46,14 @@ fn unreachable_server_is_refused_as_no_route() {
 }
 
 #[test]
-fn a_cmt_flow_with_http_is_refused_as_unsupported_and_an_unknown_controller_app_as_invalid() {
+fn a_cmt_flow_with_cbr_is_refused_as_unsupported_and_an_unknown_controller_app_as_invalid() {
     let mut spec = Dumbbell::new(1, 10_000_000, 10.0, 100).spec();
     spec["flows"][0]["transport"] = json!("cmt");
     assert!(Simulation::from_json(&spec.to_string()).is_ok(), "a cmt download runs");
     spec["flows"][0]["app"] = json!({"kind": "http", "sizes_bytes": [10_000], "repeat": 1, "gap_ps": 0,
                                      "new_connection": true, "request_bytes": 100});
+    assert!(Simulation::from_json(&spec.to_string()).is_ok(), "a cmt http flow runs");
+    spec["flows"][0]["app"] = json!({"kind": "cbr", "rate_bps": 100_000, "packet_bytes": 1000});
     let err = Simulation::from_json(&spec.to_string()).err().expect("refused");
     assert!(matches!(err, BuildError::Unsupported(_)), "{err}");
     let mut spec = Dumbbell::new(1, 10_000_000, 10.0, 100).spec();

@@ -92,6 +92,9 @@ pub struct SctpConfig {
     /// Where CMT and SMOS send a retransmission, and every variant a
     /// timeout's (SMT's fast retransmissions go to MCC's fastest path).
     pub rtx_policy: variants::rtx_policy::RtxPolicy,
+    /// SMOS: number TSNs a trunk at a time in order of predicted arrival
+    /// (`plan_trunk`); false: the online choice per chunk.
+    pub smos_trunk: bool,
 }
 
 impl Default for SctpConfig {
@@ -112,6 +115,7 @@ impl Default for SctpConfig {
             cmt: true,
             variant: Variant::Cmt,
             rtx_policy: variants::rtx_policy::RtxPolicy::Ssthresh,
+            smos_trunk: false,
         }
     }
 }

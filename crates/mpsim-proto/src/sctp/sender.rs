@@ -29,6 +29,8 @@ enum ChunkState {
     GapAcked,
     /// Waits for retransmission to `rtx_dest`; `fast` for a fast retransmit.
     MarkedRtx { fast: bool },
+    /// Numbered by an SMOS trunk for destination `dest`, not sent yet.
+    Planned,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -57,8 +59,12 @@ pub struct DestStats {
     pub timeouts: u64,
     /// Fast-retransmit window reductions.
     pub fast_recoveries: u64,
+    /// Fast retransmissions of TSNs last sent to this destination (counted
+    /// here whichever destination the resend goes to), every variant.
+    pub fast_rtx: u64,
     /// SMT: fast retransmissions of TSNs lost on this destination that
     /// IOPD classed as inter-path (reordering across paths) or intra-path.
+    /// The other variants class none.
     pub fast_rtx_inter: u64,
     pub fast_rtx_intra: u64,
 }
@@ -156,6 +162,9 @@ pub(super) struct Sender {
     iopd: Iopd,
     /// RTX-LOSSRATE's loss rate per destination.
     losses: LossRateEstimator,
+    /// SMOS trunk form: per destination, the TSNs its trunk slots hold
+    /// and it has not sent yet, in slot order.
+    planned: Vec<VecDeque<u32>>,
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
@@ -180,6 +189,7 @@ impl Sender {
             iopd: Iopd::new(n_paths),
             // Iyengar, Amer, Stewart (ICON 2004): the last 1000 sends.
             losses: LossRateEstimator::new(n_paths, 1000),
+            planned: vec![VecDeque::new(); n_paths],
             #[cfg(test)]
             sent_log: Vec::new(),
         }
@@ -222,7 +232,7 @@ impl Sender {
 
     /// Payload bytes sent and neither cumulatively nor gap acknowledged.
     pub fn outstanding_bytes(&self) -> u64 {
-        self.chunks.iter().filter(|c| c.state != ChunkState::GapAcked).map(|c| c.len as u64).sum()
+        self.chunks.iter().filter(|c| !matches!(c.state, ChunkState::GapAcked | ChunkState::Planned)).map(|c| c.len as u64).sum()
     }
 
     fn tsn_at(&self, idx: usize) -> u32 {
@@ -239,7 +249,8 @@ impl Sender {
     /// RFC 4960 section 6.2.1 and 7.2: a SACK arrives. True if it
     /// acknowledged anything new.
     pub fn on_sack(&mut self, now: SimTime, sack: &SackChunk) -> bool {
-        if sack.cum_tsn < self.cum_ack || sack.cum_tsn >= self.next_tsn {
+        let unsent = self.planned.iter().filter_map(|q| q.front()).any(|&t| t <= sack.cum_tsn);
+        if sack.cum_tsn < self.cum_ack || sack.cum_tsn >= self.next_tsn || unsent {
             return false; // older than what we know, or acking what was never sent
         }
         let n = self.dests.len();
@@ -260,7 +271,7 @@ impl Sender {
             for tsn in s.max(self.cum_ack + 1)..=e.min(self.next_tsn - 1) {
                 let idx = (tsn - self.cum_ack - 1) as usize;
                 let rec = self.chunks[idx];
-                if rec.state != ChunkState::GapAcked {
+                if !matches!(rec.state, ChunkState::GapAcked | ChunkState::Planned) {
                     self.newly_acked(&rec, tsn, &mut acks);
                     self.chunks[idx].state = ChunkState::GapAcked;
                 }
@@ -413,6 +424,7 @@ impl Sender {
             dest.stats.fast_recoveries += 1;
         }
         self.dests[d].flight_bytes -= rec.len as u64;
+        self.dests[d].stats.fast_rtx += 1;
         let rtx_dest = self.rtx_destination(tsn, d, false);
         let rec = &mut self.chunks[idx];
         rec.state = ChunkState::MarkedRtx { fast: true };
@@ -594,6 +606,7 @@ impl Sender {
         let rec = self.chunks[idx];
         debug_assert_eq!(rec.state, ChunkState::Outstanding);
         self.dests[rec.dest].flight_bytes -= rec.len as u64;
+        self.dests[rec.dest].stats.fast_rtx += 1;
         self.note_loss(rec.dest, tsn);
         let r = &mut self.chunks[idx];
         r.state = ChunkState::MarkedRtx { fast: true };
@@ -608,7 +621,10 @@ impl Sender {
         if !self.cfg.cmt {
             return self.next_tsn - 1;
         }
-        (0..self.chunks.len()).rev().find(|&i| self.chunks[i].dest == d).map_or(self.cum_ack, |i| self.tsn_at(i))
+        (0..self.chunks.len())
+            .rev()
+            .find(|&i| self.chunks[i].dest == d && self.chunks[i].state != ChunkState::Planned)
+            .map_or(self.cum_ack, |i| self.tsn_at(i))
     }
 
     /// RFC 4960 sections 7.2.1 and 7.2.2: slow start or congestion
@@ -716,6 +732,9 @@ impl Sender {
         if let Some(tx) = self.next_retransmission(now) {
             return Some(tx);
         }
+        if self.trunk_mode() {
+            return self.next_planned(now);
+        }
         if !self.has_unsent() {
             return None;
         }
@@ -753,6 +772,114 @@ impl Sender {
         self.sent_log.push((tsn, len));
         self.on_sent(now, tsn, d, len, false);
         Some(DataTx { tsn, len, dest: d, retransmission: false })
+    }
+
+    /// SMOS in its trunk form (`SctpConfig::smos_trunk`): TSNs are numbered
+    /// a trunk at a time and given to destinations in order of predicted
+    /// arrival, so they leave out of TSN order.
+    fn trunk_mode(&self) -> bool {
+        self.multipath() && self.cfg.variant == Variant::Smos && self.cfg.smos_trunk
+    }
+
+    /// Numbers the next trunk (Liao et al. 2010, docs/cmt.md): `Σ cwnd /
+    /// MTU` chunks (fewer if less is written), split over the
+    /// destinations by rate and given TSNs in order of predicted arrival,
+    /// each destination's slots queued behind its slots of the last trunk.
+    fn plan_trunk(&mut self, now: SimTime) {
+        let max_bytes = self.cfg.max_payload_bytes as u64;
+        let states = self.dest_states();
+        let mut n_pkts = smos::default_trunk_pkts(&states, self.mtu);
+        if !self.unlimited {
+            n_pkts = n_pkts.min(self.unsent_bytes.div_ceil(max_bytes).min(u32::MAX as u64) as u32);
+        }
+        let queued: Vec<u64> = self
+            .planned
+            .iter()
+            .map(|q| q.iter().map(|&t| self.chunks[(t - self.cum_ack - 1) as usize].len as u64).sum())
+            .collect();
+        let plan =
+            smos::plan_trunk_behind(now, n_pkts, &states, &queued, self.mtu, SimDuration::ZERO, &mut TieBreak::LowestIndex);
+        for slot in plan {
+            let len = if self.unlimited { max_bytes } else { self.unsent_bytes.min(max_bytes) };
+            if len == 0 {
+                break;
+            }
+            if !self.unlimited {
+                self.unsent_bytes -= len;
+            }
+            let tsn = self.next_tsn;
+            self.next_tsn += 1;
+            self.chunks.push_back(TsnRec {
+                len: len as u32,
+                dest: slot.dest,
+                rtx_dest: slot.dest,
+                sent_at: now,
+                tx_count: 0,
+                missing_reports: 0,
+                fast_retransmitted: false,
+                state: ChunkState::Planned,
+            });
+            self.planned[slot.dest].push_back(tsn);
+        }
+    }
+
+    /// The destination that sends the next planned TSN of destination `p`:
+    /// `p` itself when it has room; an inactive destination's slots go to
+    /// the first active destination with room (RFC 4960 section 6.4), or
+    /// the primary when none is active.
+    fn trunk_sender(&self, p: usize) -> Option<usize> {
+        let room = |d: usize| self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
+        if self.dests[p].active {
+            return room(p).then_some(p);
+        }
+        let any_active = self.dests.iter().any(|d| d.active);
+        (0..self.dests.len()).find(|&d| (self.dests[d].active || (!any_active && d == self.primary)) && room(d))
+    }
+
+    /// The lowest planned TSN a destination can send now; a new trunk is
+    /// numbered when a destination with room has no slot left and less
+    /// than a trunk waits (a path whose share rounds to nothing would
+    /// otherwise start a trunk on every call).
+    fn next_planned(&mut self, now: SimTime) -> Option<DataTx> {
+        let n = self.dests.len();
+        let idle = |s: &Self, d: usize| s.dests[d].active && s.planned[d].is_empty() && s.trunk_sender(d).is_some();
+        let waiting = self.planned.iter().map(VecDeque::len).sum::<usize>();
+        let trunk = smos::default_trunk_pkts(&self.dest_states(), self.mtu) as usize;
+        if self.has_unsent() && waiting < trunk && (0..n).any(|d| idle(self, d)) {
+            self.plan_trunk(now);
+        }
+        let (tsn, p, d) = (0..n).filter_map(|p| Some((*self.planned[p].front()?, p, self.trunk_sender(p)?))).min()?;
+        let idx = (tsn - self.cum_ack - 1) as usize;
+        let len = self.chunks[idx].len;
+        // RFC 4960 section 6.1 A, as for the other variants, with the
+        // window kept for the lower TSNs not sent yet: were a higher TSN to
+        // fill the receiver's buffer, the hole below it could never be
+        // filled (the buffer holds what is above the hole, and the sender
+        // waits for the window to open). Only the lowest may probe a
+        // closed window.
+        let reserved = self.planned_bytes_below(tsn);
+        let probe = reserved == 0 && self.outstanding_bytes() == 0;
+        if len as u64 + reserved > self.peer_rwnd_bytes && !probe {
+            return None;
+        }
+        self.planned[p].pop_front();
+        self.idle_cwnd_decay(now, d);
+        let rec = &mut self.chunks[idx];
+        rec.state = ChunkState::Outstanding;
+        rec.dest = d;
+        rec.rtx_dest = d;
+        rec.sent_at = now;
+        rec.tx_count = 1;
+        #[cfg(test)]
+        self.sent_log.push((tsn, len));
+        self.on_sent(now, tsn, d, len, false);
+        Some(DataTx { tsn, len, dest: d, retransmission: false })
+    }
+
+    /// Payload bytes of the planned TSNs below `tsn` not sent yet.
+    fn planned_bytes_below(&self, tsn: u32) -> u64 {
+        let len = |t: u32| self.chunks[(t - self.cum_ack - 1) as usize].len as u64;
+        self.planned.iter().flat_map(|q| q.iter().take_while(|&&t| t < tsn)).map(|&t| len(t)).sum()
     }
 
     /// The lowest marked TSN whose destination has cwnd room; the first
@@ -934,6 +1061,86 @@ mod tests {
         // before a chunk on destination 0 (500 ms): wait for destination 1.
         assert_eq!(sent.len(), 4, "{sent:?}");
         assert!(sent.iter().all(|t| t.dest == 1), "{sent:?}");
+    }
+
+    #[test]
+    fn every_fast_retransmission_is_counted_on_the_destination_that_lost_it() {
+        // Plain SCTP: TSN 1 lost, three SACKs report it missing.
+        let mut s = sender(1, false);
+        s.dests[0].cwnd_bytes = 20 * 1500;
+        drain(&mut s, SimTime::ZERO);
+        for e in 1..=3u16 {
+            s.on_sack(ms(50), &sack(0, &[(2, 1 + e)], 1 << 20));
+        }
+        assert_eq!(s.dests[0].stats.fast_rtx, 1);
+        assert_eq!((s.dests[0].stats.fast_rtx_inter, s.dests[0].stats.fast_rtx_intra), (0, 0), "plain SCTP classes nothing");
+        // CMT: destination 0's own TSNs 3, 5, 7 report TSN 1 missing; it
+        // is resent on destination 1 but counted on 0, which lost it.
+        let mut s = variant_sender(Variant::Cmt);
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(2, 4)][..], &[(2, 6)], &[(2, 7)]] {
+            s.on_sack(ms(20), &sack(0, gaps, 1 << 20));
+        }
+        let counts =
+            |s: &Sender, d: usize| (s.dests[d].stats.fast_rtx, s.dests[d].stats.fast_rtx_inter, s.dests[d].stats.fast_rtx_intra);
+        assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 0), (0, 0, 0)), "CMT classes nothing");
+        // SMT: the same reports make TSN 1 an intra-path loss.
+        let mut s = variant_sender(Variant::Smt);
+        s.dests[0].srtt = Some(SimDuration::from_millis(400));
+        s.dests[1].srtt = Some(SimDuration::from_millis(20));
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(3, 3)][..], &[(2, 4)], &[(2, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 1), (0, 0, 0)));
+    }
+
+    #[test]
+    fn a_path_whose_share_rounds_to_nothing_does_not_pile_up_trunks() {
+        let cfg = SctpConfig { variant: Variant::Smos, smos_trunk: true, rbuf_bytes: 1 << 30, ..Default::default() };
+        let mut s = Sender::new(&cfg, 2);
+        s.write(None);
+        // Rates 750 kB/s and 300 B/s: a trunk of 11 gives the slow path
+        // nothing, so it stays idle with room after every trunk.
+        for (d, cwnd, srtt_ms) in [(0, 15_000, 20), (1, 1500, 5000)] {
+            s.dests[d].cwnd_bytes = cwnd;
+            s.dests[d].srtt = Some(SimDuration::from_millis(srtt_ms));
+        }
+        for round in 0..20u32 {
+            let sent = drain(&mut s, ms(20 * round as u64));
+            assert!(sent.iter().all(|t| t.dest == 0));
+            let planned: usize = s.planned.iter().map(VecDeque::len).sum();
+            // At most one trunk (Σ cwnd / MTU, grown by slow start) waits when the next is numbered.
+            let trunk = s.dests.iter().map(|d| d.cwnd_bytes / 1500).sum::<u64>() as usize;
+            assert!(planned < 2 * trunk, "round {round}: {planned} chunks numbered and not sent, trunk {trunk}");
+            s.on_sack(ms(20 * round as u64 + 20), &sack(s.next_tsn - 1 - planned as u32, &[], 1 << 30));
+        }
+    }
+
+    #[test]
+    fn smos_trunks_send_the_slow_paths_higher_tsns_before_the_fast_paths_lower_ones() {
+        let cfg = SctpConfig { variant: Variant::Smos, smos_trunk: true, rbuf_bytes: 1 << 20, ..Default::default() };
+        let mut s = Sender::new(&cfg, 2);
+        s.write(None);
+        for (d, srtt_ms) in [(0, 20), (1, 200)] {
+            s.dests[d].cwnd_bytes = 15_000;
+            s.dests[d].srtt = Some(SimDuration::from_millis(srtt_ms));
+        }
+        // A trunk of 20: rates 750 and 75 kB/s split it 18 to 2; the fast
+        // path's slots arrive at 10..44 ms, the slow path's at 100 and 120
+        // ms, so TSNs 1-18 are the fast path's and 19-20 the slow path's.
+        let sent = drain(&mut s, SimTime::ZERO);
+        let on = |d: usize| sent.iter().filter(|t| t.dest == d).map(|t| t.tsn).collect::<Vec<_>>();
+        assert_eq!(&on(1)[..2], [19, 20], "{sent:?}");
+        assert_eq!(on(0), (1..=11).collect::<Vec<_>>(), "the fast path's window holds 11 chunks");
+        // The slow path sends at once; the fast path's TSNs 12-18 wait for its window.
+        assert!(on(0).iter().all(|t| t < &19));
+        for d in [0, 1] {
+            assert!(on(d).windows(2).all(|w| w[0] < w[1]), "destination {d} sends out of TSN order: {sent:?}");
+        }
+        // Acknowledging the fast path's first chunks sends TSN 12 on.
+        s.on_sack(ms(20), &sack(2, &[], 1 << 20));
+        assert_eq!(s.next_data(ms(20)).map(|t| (t.tsn, t.dest)), Some((12, 0)));
     }
 
     fn sack(cum_tsn: u32, gaps: &[(u16, u16)], a_rwnd_bytes: u32) -> SackChunk {

@@ -116,6 +116,20 @@ pub fn plan_trunk(
     eps: SimDuration,
     tie: &mut TieBreak<'_>,
 ) -> Vec<Slot> {
+    plan_trunk_behind(now, n_pkts, dests, &vec![0; dests.len()], mtu_bytes, eps, tie)
+}
+
+/// `plan_trunk` for a trunk whose slots on destination `d` queue behind
+/// `queued_bytes[d]` (the previous trunk's slots not yet sent there).
+pub fn plan_trunk_behind(
+    now: SimTime,
+    n_pkts: u32,
+    dests: &[DestState],
+    queued_bytes: &[u64],
+    mtu_bytes: u64,
+    eps: SimDuration,
+    tie: &mut TieBreak<'_>,
+) -> Vec<Slot> {
     let quota = trunk_split(n_pkts, dests);
     let mut next_k = vec![0u32; dests.len()];
     let mut plan = Vec::with_capacity(n_pkts as usize);
@@ -123,7 +137,7 @@ pub fn plan_trunk(
         let heads: Vec<Slot> = (0..dests.len())
             .filter(|&d| next_k[d] < quota[d])
             .filter_map(|d| {
-                let q = next_k[d] as u64 * mtu_bytes;
+                let q = queued_bytes.get(d).copied().unwrap_or(0) + next_k[d] as u64 * mtu_bytes;
                 predicted_arrival_on(now, q, dests, d).map(|arrival| Slot { dest: d, k: next_k[d], arrival })
             })
             .collect();
@@ -245,6 +259,16 @@ mod tests {
         assert_eq!(plan[9].arrival, at(19));
         assert_eq!(plan[10], Slot { dest: 1, k: 0, arrival: at(100) });
         assert!(plan.windows(2).all(|w| w[0].arrival <= w[1].arrival), "TSN order = arrival order");
+    }
+
+    #[test]
+    fn a_trunk_queued_behind_earlier_slots_arrives_after_them() {
+        // Equal paths, but 3000 B of the last trunk still wait on A: B's
+        // slots arrive first, so they take the lowest TSNs.
+        let ds = vec![dest(15_000, 100), dest(15_000, 100)];
+        let plan = plan_trunk_behind(at(0), 4, &ds, &[3000, 0], MTU, SimDuration::ZERO, &mut TieBreak::LowestIndex);
+        let got: Vec<(DestIdx, u32)> = plan.iter().map(|s| (s.dest, s.k)).collect();
+        assert_eq!(got, [(1, 0), (1, 1), (0, 0), (0, 1)]);
     }
 
     #[test]

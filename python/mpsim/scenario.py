@@ -483,7 +483,7 @@ class Flow(_Model):
     rtx_policy: literal("rtx_policies") | None = None
     rbuf_bytes: PositiveSizeBytes | None = Field(None, alias="rbuf")
     # SMOS: the online choice per chunk, or TSNs numbered a trunk at a time by predicted arrival.
-    smos_schedule: Literal["online", "trunk"] | None = None
+    smos_schedule: literal("smos_schedules") | None = None
     sizes_bytes: list[SizeBytes] | None = Field(None, alias="sizes")
     repeat: Count | None = None
     gap_ps: TimePs | None = Field(None, alias="gap")

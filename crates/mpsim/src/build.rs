@@ -468,9 +468,12 @@ fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, B
     let rtx_policy = mpsim_proto::sctp::variants::rtx_policy::RtxPolicy::parse(f.rtx_policy.as_deref())
         .ok_or_else(|| invalid(format!("{what}: unknown cmt rtx_policy '{}'", f.rtx_policy.as_deref().unwrap_or_default())))?;
     let smos_trunk = match f.smos_schedule.as_deref() {
-        None | Some("online") => false,
-        Some("trunk") => true,
-        Some(other) => return Err(invalid(format!("{what}: unknown smos_schedule '{other}'"))),
+        None => false,
+        Some(name) => crate::vocabulary::SMOS_SCHEDULES
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, trunk)| trunk)
+            .ok_or_else(|| invalid(format!("{what}: unknown smos_schedule '{name}'")))?,
     };
     // IPv4 20, SCTP common header 12, DATA chunk header 16 (RFC 9260 section 3).
     let fit_bytes = mtu_bytes.saturating_sub(20 + 12 + 16);

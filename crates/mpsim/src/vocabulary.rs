@@ -49,6 +49,9 @@ pub const APPS: &[&str] = &["download", "upload", "http", "cbr", "onoff", "video
 pub const QDISCS: &[&str] = &["droptail", "red", "random_drop", "codel", "fq_codel"];
 /// `forwarding` of the simulation and of a node.
 pub const FORWARDING: &[&str] = &["shortest", "ecmp"];
+/// `smos_schedule` of an smos flow, with whether it is the trunk form;
+/// the first is the default.
+pub const SMOS_SCHEDULES: &[(&str, bool)] = &[("online", false), ("trunk", true)];
 /// `cc_mode` of a flow; the first is the default.
 pub const CC_MODES: &[&str] = &["reference", "linux"];
 
@@ -68,6 +71,7 @@ pub fn vocabulary() -> Value {
         "path_managers": PathManagerKind::NAMES,
         "cmt_variants": Variant::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
         "rtx_policies": RtxPolicy::NAMES.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+        "smos_schedules": SMOS_SCHEDULES.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
         "controller_apps": crate::sdn::CONTROLLER_APPS,
         "max_subflows": MAX_SUBFLOWS,
         "defaults": {

@@ -40,17 +40,16 @@ def test_the_binding_raises_a_build_error_for_an_unknown_node():
         core.Simulation(json.dumps(spec))
 
 
-def cmt_http(spec: dict) -> dict:
-    """A cmt flow with an app the association does not run."""
+def cmt_cbr(spec: dict) -> dict:
+    """A cmt flow with an app the association does not run (datagrams)."""
     spec["flows"][0]["transport"] = "cmt"
-    spec["flows"][0]["app"] = {"kind": "http", "sizes_bytes": [10_000], "repeat": 1, "gap_ps": 0,
-                               "new_connection": True, "request_bytes": 100}
+    spec["flows"][0]["app"] = {"kind": "cbr", "rate_bps": 100_000, "packet_bytes": 1000}
     return spec
 
 
-def test_the_binding_raises_unsupported_for_a_cmt_flow_with_http():
+def test_the_binding_raises_unsupported_for_a_cmt_flow_with_cbr():
     core = pytest.importorskip("mpsim._core")
-    spec = cmt_http(engine_spec())
+    spec = cmt_cbr(engine_spec())
     with pytest.raises(errors.UnsupportedError):
         core.Simulation(json.dumps(spec))
 
@@ -68,7 +67,7 @@ def test_mpsim_run_keeps_the_class_and_names_the_file(monkeypatch):
     real = core.Simulation
 
     def refuse(spec_json):
-        return real(json.dumps(cmt_http(json.loads(spec_json))))
+        return real(json.dumps(cmt_cbr(json.loads(spec_json))))
 
     monkeypatch.setattr(core, "Simulation", refuse)
     with pytest.raises(errors.UnsupportedError, match=r"dumbbell\.toml"):

@@ -221,13 +221,14 @@ def random_sources(scenario: Scenario) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-# The apps the cmt association runs so far.
-CMT_APPS = ("download", "upload")
+# The apps the cmt association runs: every byte-stream app (cbr sends
+# datagrams and needs transport = "udp", which validation checks).
+CMT_APPS = ("download", "upload", "http", "onoff", "video")
 
 
 def not_runnable(scenario: Scenario) -> list[Problem]:
     """Parts of a valid scenario this version cannot simulate yet: cmt
-    flows with apps other than download and upload."""
+    flows with an app the association does not run."""
     problems: list[Problem] = [
         (
             ("flow", i, "app"),

@@ -47,6 +47,28 @@ impl std::ops::Add for RecoveryCounters {
     }
 }
 
+/// Fast retransmissions of the data one path carried, by the class the
+/// transport gave them: SMT's IOPD tells reordering across paths
+/// (inter-path) from loss on the path (intra-path); the other SCTP
+/// variants class none (Khan & Qadir, Algorithm 1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FastRtxCounters {
+    pub total: u64,
+    pub inter_path: u64,
+    pub intra_path: u64,
+}
+
+impl std::ops::Add for FastRtxCounters {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        FastRtxCounters {
+            total: self.total + o.total,
+            inter_path: self.inter_path + o.inter_path,
+            intra_path: self.intra_path + o.intra_path,
+        }
+    }
+}
+
 /// One path of an endpoint (a TCP connection, an MPTCP subflow, an SCTP
 /// destination) as a trace row and a summary row read it.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +101,8 @@ pub struct PathView {
     /// The receiver's window as this path's sender sees it, bytes, where
     /// the transport reports it (SCTP's peer rwnd, shared by its paths).
     pub peer_rwnd_bytes: Option<u64>,
+    /// Fast retransmissions by class, where the transport counts them (SCTP).
+    pub fast_rtx: Option<FastRtxCounters>,
 }
 
 /// A sans-IO transport endpoint as the engine sees it.
@@ -171,6 +195,7 @@ fn subflow_view(sf: &Subflow, cc: &SubflowCc, closed: bool) -> PathView {
         timeouts: sf.stats.timeouts,
         fast_recoveries: sf.stats.fast_recoveries,
         peer_rwnd_bytes: None,
+        fast_rtx: None,
     }
 }
 

@@ -457,8 +457,11 @@ impl Simulation {
 /// The association settings of a cmt flow: chunks sized for the MTU (and
 /// `mss`, if smaller), the receive buffer `rbuf` (else `rcvbuf`).
 fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, BuildError> {
-    if !matches!(f.app, AppSpec::Download { .. } | AppSpec::Upload { .. }) {
-        return Err(BuildError::Unsupported(format!("{what}: cmt runs the download and upload apps only")));
+    if sends_datagrams(&f.app) {
+        return Err(BuildError::Unsupported(format!(
+            "{what}: app 'cbr' sends datagrams; cmt carries the byte-stream apps only \
+             (download, upload, http, video, and onoff of download or upload)"
+        )));
     }
     let variant = mpsim_proto::sctp::Variant::parse(f.variant.as_deref())
         .ok_or_else(|| invalid(format!("{what}: unknown cmt variant '{}'", f.variant.as_deref().unwrap_or_default())))?;
@@ -481,6 +484,16 @@ fn sctp_config(f: &FlowSpec, mtu_bytes: u32, what: &str) -> Result<SctpConfig, B
         rtx_policy,
         ..SctpConfig::default()
     })
+}
+
+/// The application sends UDP datagrams (cbr, alone or switched on and
+/// off), which no association carries.
+fn sends_datagrams(app: &AppSpec) -> bool {
+    match app {
+        AppSpec::Cbr { .. } => true,
+        AppSpec::Onoff { inner, .. } => sends_datagrams(inner),
+        _ => false,
+    }
 }
 
 /// The MTU a flow's segments are sized for: the smallest of the interfaces

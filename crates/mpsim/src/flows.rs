@@ -398,9 +398,15 @@ impl Simulation {
             return;
         };
         let link = mpsim_net::iface_of_addr(primary.local).map_or(self.client_addr(flow).1, |(l, _)| l);
+        let server_keys: Vec<u128> = paths.iter().map(|p| demux_key(p.remote, server_port, p.local, port)).collect();
         let kind = EpKind::Cmt(Box::new(Association::connect(cfg, paths, port, server_port)));
         let ep = self.push_endpoint(kind, client, flow, conn, Side::Client, link);
-        self.demux.insert(demux_key(primary.remote, server_port, primary.local, port), Demux::Pending { flow, conn });
+        // The INIT goes on the primary path, and its retransmissions on the
+        // others in turn: the server's endpoint is made on whichever path
+        // one arrives.
+        for key in server_keys {
+            self.demux.insert(key, Demux::Pending { flow, conn });
+        }
         self.flows[flow as usize].conns.insert(conn, ConnSlot { client_ep: Some(ep), server_ep: None });
         self.work.push(ep);
     }

@@ -8,7 +8,7 @@ use crate::spec::{AppSpec, Spec, TransportSpec};
 use mpsim_core::{Packet, SimDuration, SimTime};
 use mpsim_net::NodeKind;
 use mpsim_proto::apps::Side;
-use mpsim_proto::transport::PathView;
+use mpsim_proto::transport::{FastRtxCounters, PathView};
 use mpsim_proto::AppEvent;
 use serde_json::{json, Map, Value};
 
@@ -65,6 +65,8 @@ pub(crate) struct PathRow {
     reinjected_bytes: u64,
     counters: RecoveryCounters,
     backup: bool,
+    /// Fast retransmissions by class, where the transport counts them (cmt).
+    fast_rtx: Option<FastRtxCounters>,
 }
 
 /// A flow's summary rows, merged by key. Only sums and ors: the order in
@@ -85,6 +87,10 @@ impl PathRows {
                 x.reinjected_bytes += row.reinjected_bytes;
                 x.counters = x.counters + row.counters;
                 x.backup |= row.backup;
+                x.fast_rtx = match (x.fast_rtx, row.fast_rtx) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
             }
             None => {
                 self.index.insert(row.key.clone(), self.rows.len());
@@ -139,6 +145,9 @@ struct SubflowCols {
     client_link: Vec<u32>,
     server_link: Vec<u32>,
     peer_rwnd_bytes: Vec<f64>,
+    fast_retransmissions: Vec<f64>,
+    fast_retransmissions_inter: Vec<f64>,
+    fast_retransmissions_intra: Vec<f64>,
 }
 
 impl SubflowCols {
@@ -170,6 +179,11 @@ impl SubflowCols {
         self.client_link.push(links.0);
         self.server_link.push(links.1);
         self.peer_rwnd_bytes.push(p.peer_rwnd_bytes.map_or(f64::NAN, |w| w as f64));
+        // NaN where the transport does not count them (tcp, mptcp), as peer_rwnd_bytes.
+        let fast = |f: fn(&FastRtxCounters) -> u64| p.fast_rtx.as_ref().map_or(f64::NAN, |c| f(c) as f64);
+        self.fast_retransmissions.push(fast(|c| c.total));
+        self.fast_retransmissions_inter.push(fast(|c| c.inter_path));
+        self.fast_retransmissions_intra.push(fast(|c| c.intra_path));
     }
 }
 
@@ -360,6 +374,7 @@ impl Simulation {
                         reinjected_bytes: p.reinjected_bytes,
                         counters: p.counters,
                         backup: p.backup,
+                        fast_rtx: p.fast_rtx,
                     }
                 })
                 .collect();
@@ -376,6 +391,7 @@ impl Simulation {
             reinjected_bytes: 0,
             counters,
             backup: false,
+            fast_rtx: None,
         }]
     }
 
@@ -439,6 +455,9 @@ impl Simulation {
                 ("client_interface".into(), self.names(&u.client_link, |l| self.link_name(l))),
                 ("server_interface".into(), self.names(&u.server_link, |l| self.link_name(l))),
                 ("peer_rwnd_bytes".into(), Column::F64(u.peer_rwnd_bytes.clone())),
+                ("fast_retransmissions".into(), Column::F64(u.fast_retransmissions.clone())),
+                ("fast_retransmissions_inter".into(), Column::F64(u.fast_retransmissions_inter.clone())),
+                ("fast_retransmissions_intra".into(), Column::F64(u.fast_retransmissions_intra.clone())),
             ],
         };
         let c = &s.connections;
@@ -628,7 +647,8 @@ impl serde::Serialize for PathRowOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let (r, c) = (self.row, &self.row.counters);
-        let mut map = serializer.serialize_map(Some(if self.is_mptcp { 10 } else { 8 }))?;
+        let extra = if self.is_mptcp { 2 } else { 0 } + if r.fast_rtx.is_some() { 3 } else { 0 };
+        let mut map = serializer.serialize_map(Some(8 + extra))?;
         map.serialize_entry("client_interface", &r.key.0)?;
         map.serialize_entry("server_interface", &r.key.1)?;
         map.serialize_entry("bytes_delivered", &r.delivered_bytes)?;
@@ -640,6 +660,11 @@ impl serde::Serialize for PathRowOut<'_> {
         if self.is_mptcp {
             map.serialize_entry("reinjected_bytes", &r.reinjected_bytes)?;
             map.serialize_entry("backup", &r.backup)?;
+        }
+        if let Some(f) = &r.fast_rtx {
+            map.serialize_entry("fast_retransmissions", &f.total)?;
+            map.serialize_entry("fast_retransmissions_inter", &f.inter_path)?;
+            map.serialize_entry("fast_retransmissions_intra", &f.intra_path)?;
         }
         map.end()
     }

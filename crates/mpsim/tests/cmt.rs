@@ -207,3 +207,65 @@ fn a_flow_restricted_to_one_interface_uses_the_path_through_it() {
     assert!(carried("b") > size, "link b carried {} bytes: {:#}", carried("b"), s["links"]);
     assert_eq!(carried("a"), 0, "{:#}", s["links"]);
 }
+
+/// The simple scenario with a bottleneck on path b (a 5-packet queue that
+/// the 64 KB window overflows): the summary's rows and the sender's last
+/// trace row per destination of `variant`.
+fn fast_retransmissions_by_class(variant: &str) -> (Vec<Value>, Vec<[f64; 3]>) {
+    use mpsim::report_column::Column;
+    let mut flow = cmt_flow(None, 64_000);
+    flow["variant"] = json!(variant);
+    let mut spec = two_homed([200_000, 1_000_000], 45.0, flow, 50);
+    spec["links"][1]["a_to_b"]["queue"] = json!({"packets": 5});
+    spec["links"][1]["b_to_a"]["queue"] = json!({"packets": 5});
+    let (sim, s) = run(&spec).expect("spec builds");
+    let rows = s["flows"]["f"]["subflows"].as_array().expect("subflows").clone();
+    let traces = sim.traces();
+    let table = &traces.iter().find(|(n, _)| n == "subflows").expect("subflows table").1;
+    let col = |c: &str| table.columns.iter().find(|(n, _)| n == c).unwrap_or_else(|| panic!("column {c}")).1.clone();
+    let (Column::I64(subflow), Column::Str(side), Column::F64(total), Column::F64(inter), Column::F64(intra)) = (
+        col("subflow"),
+        col("side"),
+        col("fast_retransmissions"),
+        col("fast_retransmissions_inter"),
+        col("fast_retransmissions_intra"),
+    ) else {
+        panic!("column types")
+    };
+    let last = |path: i64| {
+        let i = (0..subflow.len()).rev().find(|&i| subflow[i] == path && side[i] == "server").expect("a sender row");
+        [total[i], inter[i], intra[i]]
+    };
+    (rows, vec![last(0), last(1)])
+}
+
+fn fast_rtx_counts(row: &Value) -> [u64; 3] {
+    let n = |k: &str| row[k].as_u64().unwrap_or_else(|| panic!("no {k} in {row:#}"));
+    [n("fast_retransmissions"), n("fast_retransmissions_inter"), n("fast_retransmissions_intra")]
+}
+
+/// Khan & Qadir's classes, per destination: with a slow path a, SMT sees
+/// a's TSNs overtaken by b's and resends them as inter-path; b's own
+/// queue drops are intra-path. CMT counts its fast retransmissions per
+/// destination and classes none.
+#[test]
+fn fast_retransmissions_are_reported_per_destination_and_by_class() {
+    let (smt_rows, smt_last) = fast_retransmissions_by_class("smt");
+    let (cmt_rows, cmt_last) = fast_retransmissions_by_class("cmt");
+    let smt: Vec<[u64; 3]> = smt_rows.iter().map(fast_rtx_counts).collect();
+    let cmt: Vec<[u64; 3]> = cmt_rows.iter().map(fast_rtx_counts).collect();
+    eprintln!("fast retransmissions [total, inter, intra] per destination (a, b): smt {smt:?} cmt {cmt:?}");
+    for [total, inter, intra] in &smt {
+        assert_eq!(inter + intra, *total, "SMT classes every fast retransmission: {smt:?}");
+    }
+    assert!(smt[0][1] > 0, "no inter-path fast retransmission on the slow path: {smt:?}");
+    assert!(smt[1][2] > 0, "no intra-path fast retransmission on the bottleneck: {smt:?}");
+    assert!(cmt[1][0] > 0, "CMT never fast retransmitted on the bottleneck: {cmt:?}");
+    assert!(cmt.iter().all(|c| c[1] == 0 && c[2] == 0), "CMT classed some: {cmt:?}");
+    // The trace's last sender row per destination carries the summary's counts.
+    for (counts, last) in [(&smt, &smt_last), (&cmt, &cmt_last)] {
+        for (c, l) in counts.iter().zip(last.iter()) {
+            assert_eq!(c.map(|x| x as f64), *l);
+        }
+    }
+}

@@ -9,7 +9,7 @@ use super::sender::Sender;
 use super::{PathAddrs, SctpConfig};
 use crate::mptcp::MptcpEvent;
 use crate::tcp::AppEvent;
-use crate::transport::{PathView, RecoveryCounters, Transport, Tuple};
+use crate::transport::{FastRtxCounters, PathView, RecoveryCounters, Transport, Tuple};
 use mpsim_core::sctp::{Chunk, DataChunk, COMMON_HEADER_BYTES, DATA_FLAG_B, DATA_FLAG_E};
 use mpsim_core::{Packet, PacketExt, Proto, SimDuration, SimTime};
 use std::collections::VecDeque;
@@ -49,6 +49,10 @@ pub struct Association {
     control: VecDeque<(Chunk, usize)>,
     t1: Option<CtlTimer>,
     t2: Option<CtlTimer>,
+    /// The path the last INIT or COOKIE ECHO went on.
+    init_path: usize,
+    /// The path the last SHUTDOWN or SHUTDOWN ACK went on.
+    shutdown_path: usize,
     /// Consecutive errors over all destinations (RFC 4960 section 8.1).
     assoc_errors: u32,
     /// The application closed its side.
@@ -77,6 +81,8 @@ impl Association {
             control: VecDeque::new(),
             t1: None,
             t2: None,
+            init_path: 0,
+            shutdown_path: 0,
             assoc_errors: 0,
             closing: false,
             done: false,
@@ -159,6 +165,7 @@ impl Association {
                 if self.state == AssocState::CookieWait {
                     self.peer_init(initial_tsn, a_rwnd_bytes);
                     self.state = AssocState::CookieEchoed;
+                    self.init_path = path;
                     self.control.push_back((Chunk::CookieEcho, path));
                     self.t1 = Some(CtlTimer { deadline: SimTime(u64::MAX), rto: self.cfg.rto_initial, retries: 0 });
                 }
@@ -263,7 +270,14 @@ impl Association {
                 return;
             }
             let chunk = if self.state == AssocState::CookieWait { self.init_chunk(false) } else { Chunk::CookieEcho };
-            self.control.push_back((chunk, 0));
+            // Linux sends it to the next peer address and makes that the
+            // primary (sctp_sf_t1_init_timer_expire,
+            // sctp_sf_t1_cookie_timer_expire: SCTP_CMD_INIT_CHOOSE_TRANSPORT,
+            // sctp_assoc_choose_alter_transport), so a dead primary path
+            // does not keep the association from opening.
+            self.init_path = self.alternate_path(self.init_path);
+            self.sender.primary = self.init_path;
+            self.control.push_back((chunk, self.init_path));
             let rto = SimDuration(t.rto.0.saturating_mul(2)).min(self.cfg.rto_max);
             self.t1 = Some(CtlTimer { deadline: SimTime(u64::MAX), rto, retries: t.retries + 1 });
         }
@@ -277,7 +291,11 @@ impl Association {
                 AssocState::ShutdownSent => Chunk::Shutdown { cum_tsn: self.receiver.cum_tsn },
                 _ => Chunk::ShutdownAck,
             };
-            self.control.push_back((chunk, self.sender.primary));
+            // Linux sctp_sf_t2_timer_expire: strike the address it went
+            // to and send it to an alternate (SCTP_CMD_SETUP_T2).
+            self.sender.count_error(self.shutdown_path);
+            self.shutdown_path = self.alternate_path(self.shutdown_path);
+            self.control.push_back((chunk, self.shutdown_path));
             let rto = SimDuration(t.rto.0.saturating_mul(2)).min(self.cfg.rto_max);
             self.t2 = Some(CtlTimer { deadline: SimTime(u64::MAX), rto, retries: t.retries + 1 });
         }
@@ -314,6 +332,25 @@ impl Association {
             }
         }
         due
+    }
+
+    /// The primary path if its destination is active, else the first
+    /// active one (RFC 4960 section 6.4), else the primary.
+    fn active_path(&self) -> usize {
+        let dests = &self.sender.dests;
+        let primary = self.sender.primary;
+        if dests[primary].active {
+            return primary;
+        }
+        (0..dests.len()).find(|&d| dests[d].active).unwrap_or(primary)
+    }
+
+    /// The path after `last` for a retransmitted control chunk: the next
+    /// active one in turn, else simply the next (Linux
+    /// sctp_assoc_choose_alter_transport).
+    fn alternate_path(&self, last: usize) -> usize {
+        let n = self.paths.len().max(1);
+        (1..=n).map(|k| (last + k) % n).find(|&d| self.sender.dests[d].active).unwrap_or((last + 1) % n)
     }
 
     /// States in which DATA, SACKs and heartbeats flow.
@@ -359,16 +396,19 @@ impl Association {
         if !self.sender.all_acked() {
             return;
         }
-        let timer = Some(CtlTimer { deadline: SimTime(u64::MAX), rto: self.sender.dests[self.sender.primary].rto, retries: 0 });
+        // Linux sends it to the active path: the primary, or an active
+        // alternate when the primary failed (asoc->peer.active_path).
+        self.shutdown_path = self.active_path();
+        let timer = Some(CtlTimer { deadline: SimTime(u64::MAX), rto: self.sender.dests[self.shutdown_path].rto, retries: 0 });
         match self.state {
             AssocState::ShutdownPending => {
                 self.state = AssocState::ShutdownSent;
-                self.control.push_back((Chunk::Shutdown { cum_tsn: self.receiver.cum_tsn }, self.sender.primary));
+                self.control.push_back((Chunk::Shutdown { cum_tsn: self.receiver.cum_tsn }, self.shutdown_path));
                 self.t2 = timer;
             }
             AssocState::ShutdownReceived => {
                 self.state = AssocState::ShutdownAckSent;
-                self.control.push_back((Chunk::ShutdownAck, self.sender.primary));
+                self.control.push_back((Chunk::ShutdownAck, self.shutdown_path));
                 self.t2 = timer;
             }
             _ => {}
@@ -568,6 +608,11 @@ impl Association {
             timeouts: d.stats.timeouts,
             fast_recoveries: d.stats.fast_recoveries,
             peer_rwnd_bytes: Some(self.sender.peer_rwnd_bytes),
+            fast_rtx: Some(FastRtxCounters {
+                total: d.stats.fast_rtx,
+                inter_path: d.stats.fast_rtx_inter,
+                intra_path: d.stats.fast_rtx_intra,
+            }),
         }
     }
 }

@@ -57,8 +57,12 @@ pub struct DestStats {
     pub timeouts: u64,
     /// Fast-retransmit window reductions.
     pub fast_recoveries: u64,
+    /// Fast retransmissions of TSNs last sent to this destination (counted
+    /// here whichever destination the resend goes to), every variant.
+    pub fast_rtx: u64,
     /// SMT: fast retransmissions of TSNs lost on this destination that
     /// IOPD classed as inter-path (reordering across paths) or intra-path.
+    /// The other variants class none.
     pub fast_rtx_inter: u64,
     pub fast_rtx_intra: u64,
 }
@@ -413,6 +417,7 @@ impl Sender {
             dest.stats.fast_recoveries += 1;
         }
         self.dests[d].flight_bytes -= rec.len as u64;
+        self.dests[d].stats.fast_rtx += 1;
         let rtx_dest = self.rtx_destination(tsn, d, false);
         let rec = &mut self.chunks[idx];
         rec.state = ChunkState::MarkedRtx { fast: true };
@@ -594,6 +599,7 @@ impl Sender {
         let rec = self.chunks[idx];
         debug_assert_eq!(rec.state, ChunkState::Outstanding);
         self.dests[rec.dest].flight_bytes -= rec.len as u64;
+        self.dests[rec.dest].stats.fast_rtx += 1;
         self.note_loss(rec.dest, tsn);
         let r = &mut self.chunks[idx];
         r.state = ChunkState::MarkedRtx { fast: true };
@@ -934,6 +940,38 @@ mod tests {
         // before a chunk on destination 0 (500 ms): wait for destination 1.
         assert_eq!(sent.len(), 4, "{sent:?}");
         assert!(sent.iter().all(|t| t.dest == 1), "{sent:?}");
+    }
+
+    #[test]
+    fn every_fast_retransmission_is_counted_on_the_destination_that_lost_it() {
+        // Plain SCTP: TSN 1 lost, three SACKs report it missing.
+        let mut s = sender(1, false);
+        s.dests[0].cwnd_bytes = 20 * 1500;
+        drain(&mut s, SimTime::ZERO);
+        for e in 1..=3u16 {
+            s.on_sack(ms(50), &sack(0, &[(2, 1 + e)], 1 << 20));
+        }
+        assert_eq!(s.dests[0].stats.fast_rtx, 1);
+        assert_eq!((s.dests[0].stats.fast_rtx_inter, s.dests[0].stats.fast_rtx_intra), (0, 0), "plain SCTP classes nothing");
+        // CMT: destination 0's own TSNs 3, 5, 7 report TSN 1 missing; it
+        // is resent on destination 1 but counted on 0, which lost it.
+        let mut s = variant_sender(Variant::Cmt);
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(2, 4)][..], &[(2, 6)], &[(2, 7)]] {
+            s.on_sack(ms(20), &sack(0, gaps, 1 << 20));
+        }
+        let counts =
+            |s: &Sender, d: usize| (s.dests[d].stats.fast_rtx, s.dests[d].stats.fast_rtx_inter, s.dests[d].stats.fast_rtx_intra);
+        assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 0), (0, 0, 0)), "CMT classes nothing");
+        // SMT: the same reports make TSN 1 an intra-path loss.
+        let mut s = variant_sender(Variant::Smt);
+        s.dests[0].srtt = Some(SimDuration::from_millis(400));
+        s.dests[1].srtt = Some(SimDuration::from_millis(20));
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(3, 3)][..], &[(2, 4)], &[(2, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 1), (0, 0, 0)));
     }
 
     fn sack(cum_tsn: u32, gaps: &[(u16, u16)], a_rwnd_bytes: u32) -> SackChunk {

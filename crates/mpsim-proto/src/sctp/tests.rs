@@ -186,6 +186,20 @@ fn a_clean_single_path_transfer_completes_and_shuts_down() {
 }
 
 #[test]
+fn an_init_lost_on_a_dead_primary_is_retransmitted_on_the_next_path() {
+    let mut down = clean(20);
+    down.down = Some((SimTime::ZERO, secs(1000)));
+    let mut pair = Pair::new(SctpConfig::default(), vec![down, clean(20)], 500_000, 1);
+    // Linux (sctp_sf_t1_init_timer_expire, sctp_assoc_choose_alter_transport):
+    // the first T1 expiry (RTO.Initial, 3 s) sends the INIT on path 1.
+    // Path 0 is then found dead only by its T3 timeouts (Path.Max.Retrans).
+    pair.run(secs(600));
+    assert_eq!(pair.delivered_bytes, 500_000);
+    assert!(pair.client.is_done() && pair.server().is_done());
+    assert!(pair.server().paths()[1].bytes_sent >= 500_000, "the data went on path 1");
+}
+
+#[test]
 fn cmt_carries_data_on_both_paths() {
     let mut pair = Pair::new(SctpConfig::default(), vec![clean(10), clean(40)], 2_000_000, 1);
     pair.run(secs(60));

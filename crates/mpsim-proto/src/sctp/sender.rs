@@ -6,7 +6,7 @@
 //! 6.1). Flight sizes and windows count payload bytes; cwnd grows by the
 //! MTU, as Linux's SCTP does (net/sctp/transport.c).
 
-use super::variants::cucv2::{self, CucVersion, GrowthInput, OutstandingTsn, PseudoCumacks};
+use super::variants::cucv2::{self, CucVersion, GrowthInput, PseudoCumacks};
 use super::variants::dac::DacCount;
 use super::variants::iopd::{Iopd, OosClass};
 use super::variants::mcc::{self, MccConfig};
@@ -16,7 +16,7 @@ use super::variants::{smos, DestState, TieBreak, TsnDest};
 use super::{SctpConfig, Variant};
 use mpsim_core::sctp::SackChunk;
 use mpsim_core::{SimDuration, SimTime};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 
 /// RFC 4960 section 7.2.4: missing reports that trigger a fast retransmit.
 const DUP_THRESH: u32 = 3;
@@ -160,6 +160,22 @@ pub(super) struct Sender {
     iopd: Iopd,
     /// RTX-LOSSRATE's loss rate per destination.
     losses: LossRateEstimator,
+    /// The TSNs in state `Outstanding`, per destination, first
+    /// transmissions (`[0]`) and retransmissions (`[1]`): CUCv2's trackers,
+    /// IOPD's `low` and the TSNs a SACK can report missing are read from
+    /// them, so a SACK costs what it changes, not what is in flight.
+    outstanding: Vec<[BTreeSet<u32>; 2]>,
+    /// The TSNs in state `MarkedRtx`.
+    marked: BTreeSet<u32>,
+    /// Payload bytes of the chunks neither cumulatively nor gap acknowledged.
+    unacked_bytes: u64,
+    /// The last SACK's gap blocks (absolute TSNs, within what was sent):
+    /// every TSN in them is gap acked or below the cumulative ack, so the
+    /// next SACK walks only what its blocks add.
+    prev_gap_tsns: Vec<(u32, u32)>,
+    /// Buffers reused from SACK to SACK.
+    scratch: SackAcks,
+    candidates: Vec<(usize, MissingTsn)>,
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
@@ -184,6 +200,12 @@ impl Sender {
             iopd: Iopd::new(n_paths),
             // Iyengar, Amer, Stewart (ICON 2004): the last 1000 sends.
             losses: LossRateEstimator::new(n_paths, 1000),
+            outstanding: (0..n_paths).map(|_| Default::default()).collect(),
+            marked: BTreeSet::new(),
+            unacked_bytes: 0,
+            prev_gap_tsns: Vec::new(),
+            scratch: SackAcks::new(n_paths),
+            candidates: Vec::new(),
             #[cfg(test)]
             sent_log: Vec::new(),
         }
@@ -226,7 +248,67 @@ impl Sender {
 
     /// Payload bytes sent and neither cumulatively nor gap acknowledged.
     pub fn outstanding_bytes(&self) -> u64 {
-        self.chunks.iter().filter(|c| c.state != ChunkState::GapAcked).map(|c| c.len as u64).sum()
+        self.unacked_bytes
+    }
+
+    /// Removes chunk `rec` (TSN `tsn`) from the index of its state.
+    fn unindex(&mut self, tsn: u32, rec: &TsnRec) {
+        match rec.state {
+            ChunkState::Outstanding => {
+                self.outstanding[rec.dest][rec_class(rec)].remove(&tsn);
+            }
+            ChunkState::MarkedRtx { .. } => {
+                self.marked.remove(&tsn);
+            }
+            ChunkState::GapAcked => {}
+        }
+    }
+
+    /// Adds chunk `rec` (TSN `tsn`) to the index of its state.
+    fn index(&mut self, tsn: u32, rec: &TsnRec) {
+        match rec.state {
+            ChunkState::Outstanding => {
+                self.outstanding[rec.dest][rec_class(rec)].insert(tsn);
+            }
+            ChunkState::MarkedRtx { .. } => {
+                self.marked.insert(tsn);
+            }
+            ChunkState::GapAcked => {}
+        }
+    }
+
+    /// Sets chunk `idx`'s state, keeping the indexes in step.
+    fn set_state(&mut self, idx: usize, state: ChunkState) {
+        let tsn = self.tsn_at(idx);
+        let old = self.chunks[idx];
+        self.unindex(tsn, &old);
+        self.chunks[idx].state = state;
+        let new = self.chunks[idx];
+        self.index(tsn, &new);
+    }
+
+    /// Lowest outstanding TSN on `d` of class `class` (0: first
+    /// transmissions, 1: retransmissions).
+    fn lowest_outstanding(&self, d: usize, class: usize) -> Option<u32> {
+        self.outstanding[d][class].first().copied()
+    }
+
+    /// The indexes and byte count agree with the chunk records.
+    #[cfg(test)]
+    fn assert_indexes_consistent(&self) {
+        let mut outstanding: Vec<[BTreeSet<u32>; 2]> = (0..self.dests.len()).map(|_| Default::default()).collect();
+        let mut marked = BTreeSet::new();
+        for (idx, rec) in self.chunks.iter().enumerate() {
+            match rec.state {
+                ChunkState::Outstanding => outstanding[rec.dest][rec_class(rec)].insert(self.tsn_at(idx)),
+                ChunkState::MarkedRtx { .. } => marked.insert(self.tsn_at(idx)),
+                ChunkState::GapAcked => false,
+            };
+        }
+        assert_eq!(outstanding, self.outstanding);
+        assert_eq!(marked, self.marked);
+        let unacked: u64 = self.chunks.iter().filter(|c| c.state != ChunkState::GapAcked).map(|c| c.len as u64).sum();
+        assert_eq!(unacked, self.unacked_bytes);
     }
 
     fn tsn_at(&self, idx: usize) -> u32 {
@@ -246,30 +328,26 @@ impl Sender {
         if sack.cum_tsn < self.cum_ack || sack.cum_tsn >= self.next_tsn {
             return false; // older than what we know, or acking what was never sent
         }
-        let n = self.dests.len();
-        let flight_before: Vec<u64> = self.dests.iter().map(|d| d.flight_bytes).collect();
-        // CUCv2's trackers hold what was outstanding before the SACK (docs/cmt.md, step 1).
-        let outstanding_before = if self.multipath() { self.outstanding_tsns() } else { Vec::new() };
-        let mut acks = SackAcks { newly_bytes: vec![0; n], rtt_from: vec![None; n], highest_newly: None, newly: Vec::new() };
+        let mut acks = std::mem::take(&mut self.scratch);
+        acks.reset(&self.dests);
+        if self.multipath() {
+            // CUCv2's trackers hold what was outstanding before the SACK (docs/cmt.md, step 1).
+            for d in 0..self.dests.len() {
+                acks.pcum_before.set(d, self.lowest_outstanding(d, 0), self.lowest_outstanding(d, 1));
+            }
+        }
         let cum_advanced = sack.cum_tsn > self.cum_ack;
         while self.cum_ack < sack.cum_tsn {
             // The loop stops at `sack.cum_tsn < next_tsn`: a record exists.
             let Some(rec) = self.chunks.pop_front() else { break };
             self.cum_ack += 1;
+            self.unindex(self.cum_ack, &rec);
             if rec.state != ChunkState::GapAcked {
+                self.unacked_bytes -= rec.len as u64;
                 self.newly_acked(&rec, self.cum_ack, &mut acks);
             }
         }
-        for (s, e) in sack.gap_tsns() {
-            for tsn in s.max(self.cum_ack + 1)..=e.min(self.next_tsn - 1) {
-                let idx = (tsn - self.cum_ack - 1) as usize;
-                let rec = self.chunks[idx];
-                if rec.state != ChunkState::GapAcked {
-                    self.newly_acked(&rec, tsn, &mut acks);
-                    self.chunks[idx].state = ChunkState::GapAcked;
-                }
-            }
-        }
+        self.apply_gap_blocks(sack, &mut acks);
         for (d, sent_at) in acks.rtt_from.iter().enumerate() {
             if let Some(t) = sent_at {
                 let cfg = self.cfg;
@@ -277,19 +355,72 @@ impl Sender {
             }
         }
         if self.multipath() {
-            self.variant_sack(now, sack, &acks, &outstanding_before, cum_advanced);
+            self.variant_sack(now, sack, &acks, cum_advanced);
         } else {
             if let Some(htna) = acks.highest_newly {
                 self.count_missing_reports(htna, &acks);
             }
-            for (d, &flight) in flight_before.iter().enumerate() {
+            for d in 0..self.dests.len() {
                 if self.may_grow_cwnd(d, cum_advanced) {
-                    self.grow_cwnd(d, acks.newly_bytes[d], flight);
+                    self.grow_cwnd(d, acks.newly_bytes[d], acks.flight_before[d]);
                 }
             }
         }
         self.after_sack(now, sack, &acks);
-        acks.highest_newly.is_some()
+        let any_new = acks.highest_newly.is_some();
+        self.scratch = acks;
+        #[cfg(test)]
+        self.assert_indexes_consistent();
+        any_new
+    }
+
+    /// RFC 4960 section 6.2.1: the gap blocks acknowledge chunks (kept
+    /// until the cumulative ack passes them). A SACK repeats the blocks of
+    /// the one before and extends them: only the TSNs outside the previous
+    /// SACK's blocks are walked, since those inside are already gap acked.
+    fn apply_gap_blocks(&mut self, sack: &SackChunk, acks: &mut SackAcks) {
+        let mut prev = std::mem::take(&mut self.prev_gap_tsns);
+        let mut blocks = std::mem::take(&mut acks.gap_tsns);
+        blocks.clear();
+        blocks.extend(sack.gap_tsns().map(|(s, e)| (s.max(self.cum_ack + 1), e.min(self.next_tsn - 1))).filter(|(s, e)| s <= e));
+        let mut p = 0;
+        for &(s, e) in &blocks {
+            let mut tsn = s;
+            while tsn <= e {
+                // Skip the previous blocks that end below `tsn`; one that
+                // covers `tsn` is jumped over.
+                while p < prev.len() && prev[p].1 < tsn {
+                    p += 1;
+                }
+                let upto = match prev.get(p) {
+                    Some(&(ps, pe)) if ps <= tsn => {
+                        tsn = pe.saturating_add(1);
+                        continue;
+                    }
+                    Some(&(ps, _)) => e.min(ps - 1),
+                    None => e,
+                };
+                for t in tsn..=upto {
+                    self.gap_ack(t, acks);
+                }
+                tsn = upto + 1;
+            }
+        }
+        prev.clear();
+        prev.extend_from_slice(&blocks);
+        self.prev_gap_tsns = prev;
+        acks.gap_tsns = blocks;
+    }
+
+    /// TSN `tsn`, above the cumulative ack, is in a gap block.
+    fn gap_ack(&mut self, tsn: u32, acks: &mut SackAcks) {
+        let idx = (tsn - self.cum_ack - 1) as usize;
+        let rec = self.chunks[idx];
+        if rec.state != ChunkState::GapAcked {
+            self.newly_acked(&rec, tsn, acks);
+            self.unacked_bytes -= rec.len as u64;
+            self.set_state(idx, ChunkState::GapAcked);
+        }
     }
 
     fn newly_acked(&mut self, rec: &TsnRec, tsn: u32, acks: &mut SackAcks) {
@@ -314,22 +445,48 @@ impl Sender {
     /// RFC 4960 section 7.2.4: every outstanding TSN below the highest
     /// newly acknowledged one gets missing reports; at three it is marked
     /// for fast retransmission (once per TSN).
+    /// A TSN already fast retransmitted is left to T3-rtx (section 7.2.4
+    /// step 4): its reports would change nothing, so it is not visited.
     fn count_missing_reports(&mut self, htna: u32, acks: &SackAcks) {
-        for idx in 0..self.chunks.len() {
-            let tsn = self.tsn_at(idx);
-            if tsn >= htna {
-                break;
-            }
-            if self.chunks[idx].state != ChunkState::Outstanding {
-                continue;
-            }
-            let add = self.missing_report_increment(tsn, idx, acks);
+        self.collect_candidates(|_| Some(htna));
+        let candidates = std::mem::take(&mut self.candidates);
+        for &(idx, m) in &candidates {
+            let add = self.missing_report_increment(m.tsn, idx, acks);
             let rec = &mut self.chunks[idx];
             rec.missing_reports += add;
             if rec.missing_reports >= DUP_THRESH && !rec.fast_retransmitted {
                 self.mark_fast_retransmit(idx);
             }
         }
+        self.candidates = candidates;
+    }
+
+    /// Into `self.candidates`, lowest TSN first: the outstanding TSNs not
+    /// yet fast retransmitted that lie below `bound(d)` on their
+    /// destination `d` (no bound: none of `d`'s).
+    fn collect_candidates(&mut self, bound: impl Fn(usize) -> Option<u32>) {
+        let mut out = std::mem::take(&mut self.candidates);
+        out.clear();
+        for (d, classes) in self.outstanding.iter().enumerate() {
+            let Some(below) = bound(d) else { continue };
+            for tsn in classes.iter().flat_map(|c| c.range(..below)) {
+                let idx = (tsn - self.cum_ack - 1) as usize;
+                let r = &self.chunks[idx];
+                if r.fast_retransmitted {
+                    continue;
+                }
+                let m = MissingTsn {
+                    tsn: *tsn,
+                    dest: r.dest,
+                    missing_reports: r.missing_reports,
+                    fast_retransmitted: false,
+                    sent_at: r.sent_at,
+                };
+                out.push((idx, m));
+            }
+        }
+        out.sort_unstable_by_key(|&(idx, _)| idx);
+        self.candidates = out;
     }
 
     /// Plain SCTP: missing reports a SACK adds to the outstanding TSN at
@@ -419,8 +576,8 @@ impl Sender {
         self.dests[d].flight_bytes -= rec.len as u64;
         self.dests[d].stats.fast_rtx += 1;
         let rtx_dest = self.rtx_destination(tsn, d, false);
+        self.set_state(idx, ChunkState::MarkedRtx { fast: true });
         let rec = &mut self.chunks[idx];
-        rec.state = ChunkState::MarkedRtx { fast: true };
         rec.fast_retransmitted = true;
         rec.rtx_dest = rtx_dest;
         self.fast_rtx_pending = true;
@@ -460,60 +617,39 @@ impl Sender {
         }
     }
 
-    /// TSNs sent and neither acknowledged nor waiting for a retransmission.
-    fn outstanding_tsns(&self) -> Vec<OutstandingTsn> {
-        (0..self.chunks.len())
-            .filter(|&i| self.chunks[i].state == ChunkState::Outstanding)
-            .map(|i| OutstandingTsn {
-                tsn: self.tsn_at(i),
-                dest: self.chunks[i].dest,
-                retransmitted: self.chunks[i].tx_count > 1,
-            })
-            .collect()
-    }
-
-    /// The outstanding TSNs below `htna` (the ones a SACK can report
-    /// missing), with their indices.
-    fn missing_candidates(&self, htna: Option<u32>) -> (Vec<usize>, Vec<MissingTsn>) {
-        let Some(htna) = htna else { return (Vec::new(), Vec::new()) };
-        (0..self.chunks.len())
-            .take_while(|&i| self.tsn_at(i) < htna)
-            .filter(|&i| self.chunks[i].state == ChunkState::Outstanding)
-            .map(|i| {
-                let r = &self.chunks[i];
-                let m = MissingTsn {
-                    tsn: self.tsn_at(i),
-                    dest: r.dest,
-                    missing_reports: r.missing_reports,
-                    fast_retransmitted: r.fast_retransmitted,
-                    sent_at: r.sent_at,
-                };
-                (i, m)
-            })
-            .unzip()
-    }
-
     /// One SACK under CMT, SMT or SMOS, after the acknowledgements are applied.
-    fn variant_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks, before: &[OutstandingTsn], cum_advanced: bool) {
+    /// Only the TSNs this SACK reports missing are handed to the rules
+    /// (those below the highest TSN newly acked: on their own destination
+    /// for SFR, on any for SMT's HTNA), lowest first; the others' counts
+    /// would not change.
+    fn variant_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks, cum_advanced: bool) {
         let n = self.dests.len();
         let ev = SackEvidence::new(n, &acks.newly);
         let dac = Some(DacCount::from_sack_flags(sack.flags));
-        let (idxs, mut missing) = self.missing_candidates(ev.highest_newack());
+        let htna = ev.highest_newack();
+        match self.cfg.variant {
+            Variant::Smt => self.collect_candidates(|_| htna),
+            Variant::Cmt | Variant::Smos => self.collect_candidates(|d| ev.highest_newack_for(d).filter(|_| ev.saw_newack(d))),
+        }
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let mut missing: Vec<MissingTsn> = candidates.iter().map(|&(_, m)| m).collect();
         match self.cfg.variant {
             Variant::Smt => self.mcc_reports(now, &ev, dac, acks, &mut missing),
             Variant::Cmt | Variant::Smos => self.sfr_reports(&ev, dac, &mut missing),
         }
-        for (&i, m) in idxs.iter().zip(&missing) {
+        for (&(i, _), m) in candidates.iter().zip(&missing) {
             self.chunks[i].missing_reports = m.missing_reports;
         }
+        candidates.clear();
+        self.candidates = candidates;
         // CUCv2 (Iyengar et al. 2006; FreeBSD rtx_pseudo_cumack): fast
         // recovery ends first, then each destination may grow on a
         // cumulative or pseudo-cumulative ack.
-        let got = PseudoCumacks::from_outstanding(n, before).new_pseudo_cumacks(&acks.newly, CucVersion::V2);
+        let got = |d: usize| acks.newly.iter().any(|t| t.dest == d && acks.pcum_before.is_new_pseudo_cumack(*t, CucVersion::V2));
         let mut states = self.dest_states();
         for (d, st) in states.iter_mut().enumerate() {
             st.on_cum_ack(self.cum_ack);
-            let input = GrowthInput { newly_acked_bytes: acks.newly_bytes[d], cum_advanced, new_pseudo_cumack: got[d] };
+            let input = GrowthInput { newly_acked_bytes: acks.newly_bytes[d], cum_advanced, new_pseudo_cumack: got(d) };
             cucv2::grow_cwnd(st, input, self.mtu);
         }
         self.store_windows(&states);
@@ -549,7 +685,8 @@ impl Sender {
         acks: &SackAcks,
         missing: &mut [MissingTsn],
     ) {
-        self.iopd.on_sack(&acks.newly, &self.outstanding_tsns());
+        let outstanding = &self.outstanding;
+        self.iopd.on_sack_with_lows(&acks.newly, |d| lowest_outstanding_any(&outstanding[d]));
         let mut states = self.dest_states();
         let actions = mcc::count_and_react(ev, &self.iopd, dac, missing, &mut states, now, MccConfig::new(self.mtu));
         self.store_windows(&states);
@@ -562,7 +699,8 @@ impl Sender {
             }
             self.mark_for_fast_rtx(a.tsn, a.rtx_dest);
         }
-        self.iopd.research_low(&self.outstanding_tsns());
+        let outstanding = &self.outstanding;
+        self.iopd.set_lows(|d| lowest_outstanding_any(&outstanding[d]));
     }
 
     /// The configured retransmission policy over the active destinations
@@ -601,8 +739,8 @@ impl Sender {
         self.dests[rec.dest].flight_bytes -= rec.len as u64;
         self.dests[rec.dest].stats.fast_rtx += 1;
         self.note_loss(rec.dest, tsn);
+        self.set_state(idx, ChunkState::MarkedRtx { fast: true });
         let r = &mut self.chunks[idx];
-        r.state = ChunkState::MarkedRtx { fast: true };
         r.fast_retransmitted = true;
         r.rtx_dest = to;
         self.fast_rtx_pending = true;
@@ -682,9 +820,8 @@ impl Sender {
                 self.dests[d].flight_bytes -= rec.len as u64;
                 self.note_loss(d, self.tsn_at(idx));
                 let rtx_dest = self.rtx_destination(self.tsn_at(idx), d, true);
-                let r = &mut self.chunks[idx];
-                r.state = ChunkState::MarkedRtx { fast: false };
-                r.rtx_dest = rtx_dest;
+                self.set_state(idx, ChunkState::MarkedRtx { fast: false });
+                self.chunks[idx].rtx_dest = rtx_dest;
             }
         }
         failed
@@ -755,6 +892,8 @@ impl Sender {
             state: ChunkState::Outstanding,
         };
         self.chunks.push_back(rec);
+        self.index(tsn, &rec);
+        self.unacked_bytes += len as u64;
         #[cfg(test)]
         self.sent_log.push((tsn, len));
         self.on_sent(now, tsn, d, len, false);
@@ -764,7 +903,10 @@ impl Sender {
     /// The lowest marked TSN whose destination has cwnd room; the first
     /// fast retransmission goes regardless (RFC 4960 section 7.2.4 rule 3).
     fn next_retransmission(&mut self, now: SimTime) -> Option<DataTx> {
-        for idx in 0..self.chunks.len() {
+        let mut from = 0;
+        while let Some(&tsn) = self.marked.range(from..).next() {
+            from = tsn + 1;
+            let idx = (tsn - self.cum_ack - 1) as usize;
             let ChunkState::MarkedRtx { fast } = self.chunks[idx].state else { continue };
             let d = self.asap_dest().unwrap_or(self.chunks[idx].rtx_dest);
             let room = self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
@@ -774,14 +916,16 @@ impl Sender {
             if fast {
                 self.fast_rtx_pending = false;
             }
+            let old = self.chunks[idx];
+            self.unindex(tsn, &old);
             let rec = &mut self.chunks[idx];
             rec.state = ChunkState::Outstanding;
             rec.dest = d;
             rec.sent_at = now;
             rec.tx_count += 1;
             rec.missing_reports = 0;
-            let len = rec.len;
-            let tsn = self.tsn_at(idx);
+            let (len, new) = (rec.len, *rec);
+            self.index(tsn, &new);
             self.on_sent(now, tsn, d, len, true);
             return Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true });
         }
@@ -821,6 +965,7 @@ impl Sender {
 }
 
 /// What one SACK newly acknowledged, per destination.
+#[derive(Default)]
 struct SackAcks {
     newly_bytes: Vec<u64>,
     /// Send time of the latest first transmission newly acked (an RTT sample).
@@ -828,6 +973,48 @@ struct SackAcks {
     highest_newly: Option<u32>,
     /// Every TSN newly acknowledged, with the destination it was last sent to.
     newly: Vec<TsnDest>,
+    /// Each destination's flight when the SACK came.
+    flight_before: Vec<u64>,
+    /// CUCv2's trackers before the SACK.
+    pcum_before: PseudoCumacks,
+    /// The SACK's gap blocks, absolute and within what was sent.
+    gap_tsns: Vec<(u32, u32)>,
+}
+
+impl SackAcks {
+    fn new(n_dests: usize) -> Self {
+        SackAcks { pcum_before: PseudoCumacks::new(n_dests), ..Default::default() }
+    }
+
+    /// Empty again for a SACK to `dests`.
+    fn reset(&mut self, dests: &[Dest]) {
+        let n = dests.len();
+        self.newly_bytes.clear();
+        self.newly_bytes.resize(n, 0);
+        self.rtt_from.clear();
+        self.rtt_from.resize(n, None);
+        self.highest_newly = None;
+        self.newly.clear();
+        self.flight_before.clear();
+        self.flight_before.extend(dests.iter().map(|d| d.flight_bytes));
+        for d in 0..n {
+            self.pcum_before.set(d, None, None);
+        }
+    }
+}
+
+/// Lowest outstanding TSN of a destination, either class (IOPD's `low`).
+fn lowest_outstanding_any(classes: &[BTreeSet<u32>; 2]) -> Option<u32> {
+    match (classes[0].first(), classes[1].first()) {
+        (Some(&a), Some(&b)) => Some(a.min(b)),
+        (a, b) => a.or(b).copied(),
+    }
+}
+
+/// Index of a chunk's class in `Sender::outstanding`: 0 for a first
+/// transmission, 1 for a retransmission.
+fn rec_class(rec: &TsnRec) -> usize {
+    usize::from(rec.tx_count > 1)
 }
 
 #[cfg(test)]

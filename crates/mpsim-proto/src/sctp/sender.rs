@@ -903,34 +903,41 @@ impl Sender {
     /// The lowest marked TSN whose destination has cwnd room; the first
     /// fast retransmission goes regardless (RFC 4960 section 7.2.4 rule 3).
     fn next_retransmission(&mut self, now: SimTime) -> Option<DataTx> {
-        let mut from = 0;
-        while let Some(&tsn) = self.marked.range(from..).next() {
-            from = tsn + 1;
-            let idx = (tsn - self.cum_ack - 1) as usize;
-            let ChunkState::MarkedRtx { fast } = self.chunks[idx].state else { continue };
-            let d = self.asap_dest().unwrap_or(self.chunks[idx].rtx_dest);
-            let room = self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
-            if !(room || fast && self.fast_rtx_pending) {
-                continue;
-            }
-            if fast {
-                self.fast_rtx_pending = false;
-            }
-            let old = self.chunks[idx];
-            self.unindex(tsn, &old);
-            let rec = &mut self.chunks[idx];
-            rec.state = ChunkState::Outstanding;
-            rec.dest = d;
-            rec.sent_at = now;
-            rec.tx_count += 1;
-            rec.missing_reports = 0;
-            let (len, new) = (rec.len, *rec);
-            self.index(tsn, &new);
-            self.on_sent(now, tsn, d, len, true);
-            return Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true });
+        let Some((tsn, fast, d)) = self.retransmission_ready() else {
+            self.fast_rtx_pending = false;
+            return None;
+        };
+        let idx = (tsn - self.cum_ack - 1) as usize;
+        if fast {
+            self.fast_rtx_pending = false;
         }
-        self.fast_rtx_pending = false;
-        None
+        let old = self.chunks[idx];
+        self.unindex(tsn, &old);
+        let rec = &mut self.chunks[idx];
+        rec.state = ChunkState::Outstanding;
+        rec.dest = d;
+        rec.sent_at = now;
+        rec.tx_count += 1;
+        rec.missing_reports = 0;
+        let (len, new) = (rec.len, *rec);
+        self.index(tsn, &new);
+        self.on_sent(now, tsn, d, len, true);
+        Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true })
+    }
+
+    /// The lowest marked TSN that may go now, whether it is a fast
+    /// retransmission, and its destination.
+    fn retransmission_ready(&self) -> Option<(u32, bool, usize)> {
+        let room = |d: &Dest| d.flight_bytes < d.cwnd_bytes;
+        if self.marked.is_empty() || !self.fast_rtx_pending && !self.dests.iter().any(room) {
+            return None; // nothing may go: skip the walk
+        }
+        self.marked.iter().find_map(|&tsn| {
+            let rec = &self.chunks[(tsn - self.cum_ack - 1) as usize];
+            let ChunkState::MarkedRtx { fast } = rec.state else { return None };
+            let d = self.asap_dest().unwrap_or(rec.rtx_dest);
+            (room(&self.dests[d]) || fast && self.fast_rtx_pending).then_some((tsn, fast, d))
+        })
     }
 
     fn on_sent(&mut self, now: SimTime, tsn: u32, d: usize, len: u32, retransmission: bool) {

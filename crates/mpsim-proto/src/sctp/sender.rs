@@ -176,6 +176,9 @@ pub(super) struct Sender {
     /// Buffers reused from SACK to SACK.
     scratch: SackAcks,
     candidates: Vec<(usize, MissingTsn)>,
+    missing: Vec<MissingTsn>,
+    evidence: SackEvidence,
+    states: Vec<DestState>,
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
@@ -206,6 +209,9 @@ impl Sender {
             prev_gap_tsns: Vec::new(),
             scratch: SackAcks::new(n_paths),
             candidates: Vec::new(),
+            missing: Vec::new(),
+            evidence: SackEvidence::default(),
+            states: Vec::new(),
             #[cfg(test)]
             sent_log: Vec::new(),
         }
@@ -593,18 +599,24 @@ impl Sender {
 
     /// The per-destination state the decision rules read.
     fn dest_states(&self) -> Vec<DestState> {
-        (self.dests.iter().enumerate())
-            .map(|(i, d)| DestState {
-                flight_bytes: d.flight_bytes,
-                pba_bytes: d.pba_bytes,
-                srtt: d.srtt,
-                rttvar: d.rttvar,
-                fast_recovery_exit: d.fast_recovery_exit,
-                active: d.active,
-                loss: self.losses.rate(i),
-                ..DestState::new(d.cwnd_bytes, d.ssthresh_bytes)
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.dests.len());
+        self.dest_states_into(&mut out);
+        out
+    }
+
+    /// `dest_states` into a buffer the caller keeps (no allocation per SACK).
+    fn dest_states_into(&self, out: &mut Vec<DestState>) {
+        out.clear();
+        out.extend((self.dests.iter().enumerate()).map(|(i, d)| DestState {
+            flight_bytes: d.flight_bytes,
+            pba_bytes: d.pba_bytes,
+            srtt: d.srtt,
+            rttvar: d.rttvar,
+            fast_recovery_exit: d.fast_recovery_exit,
+            active: d.active,
+            loss: self.losses.rate(i),
+            ..DestState::new(d.cwnd_bytes, d.ssthresh_bytes)
+        }));
     }
 
     /// Takes back the window rules' results.
@@ -624,7 +636,8 @@ impl Sender {
     /// would not change.
     fn variant_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks, cum_advanced: bool) {
         let n = self.dests.len();
-        let ev = SackEvidence::new(n, &acks.newly);
+        let mut ev = std::mem::take(&mut self.evidence);
+        ev.refill(n, &acks.newly);
         let dac = Some(DacCount::from_sack_flags(sack.flags));
         let htna = ev.highest_newack();
         match self.cfg.variant {
@@ -632,7 +645,9 @@ impl Sender {
             Variant::Cmt | Variant::Smos => self.collect_candidates(|d| ev.highest_newack_for(d).filter(|_| ev.saw_newack(d))),
         }
         let mut candidates = std::mem::take(&mut self.candidates);
-        let mut missing: Vec<MissingTsn> = candidates.iter().map(|&(_, m)| m).collect();
+        let mut missing = std::mem::take(&mut self.missing);
+        missing.clear();
+        missing.extend(candidates.iter().map(|&(_, m)| m));
         match self.cfg.variant {
             Variant::Smt => self.mcc_reports(now, &ev, dac, acks, &mut missing),
             Variant::Cmt | Variant::Smos => self.sfr_reports(&ev, dac, &mut missing),
@@ -642,24 +657,31 @@ impl Sender {
         }
         candidates.clear();
         self.candidates = candidates;
+        self.missing = missing;
+        self.evidence = ev;
         // CUCv2 (Iyengar et al. 2006; FreeBSD rtx_pseudo_cumack): fast
         // recovery ends first, then each destination may grow on a
         // cumulative or pseudo-cumulative ack.
         let got = |d: usize| acks.newly.iter().any(|t| t.dest == d && acks.pcum_before.is_new_pseudo_cumack(*t, CucVersion::V2));
-        let mut states = self.dest_states();
+        let mut states = std::mem::take(&mut self.states);
+        self.dest_states_into(&mut states);
         for (d, st) in states.iter_mut().enumerate() {
             st.on_cum_ack(self.cum_ack);
             let input = GrowthInput { newly_acked_bytes: acks.newly_bytes[d], cum_advanced, new_pseudo_cumack: got(d) };
             cucv2::grow_cwnd(st, input, self.mtu);
         }
         self.store_windows(&states);
+        self.states = states;
     }
 
     /// CMT: split fast retransmit with DAC; each cut before the
     /// retransmission destinations are chosen, so RTX-SSTHRESH sees the
     /// reduced windows.
     fn sfr_reports(&mut self, ev: &SackEvidence, dac: Option<DacCount>, missing: &mut [MissingTsn]) {
-        let marks = sfr::count_and_mark(ev, MissingRule::Sfr(SfrHighest::NewlyAcked), dac, missing, &self.dest_states());
+        let mut states = std::mem::take(&mut self.states);
+        self.dest_states_into(&mut states);
+        let marks = sfr::count_and_mark(ev, MissingRule::Sfr(SfrHighest::NewlyAcked), dac, missing, &states);
+        self.states = states;
         for &d in &marks.cut {
             let exit = self.highest_outstanding_tsn(d);
             let mut states = self.dest_states();
@@ -687,9 +709,14 @@ impl Sender {
     ) {
         let outstanding = &self.outstanding;
         self.iopd.on_sack_with_lows(&acks.newly, |d| lowest_outstanding_any(&outstanding[d]));
-        let mut states = self.dest_states();
+        let mut states = std::mem::take(&mut self.states);
+        self.dest_states_into(&mut states);
         let actions = mcc::count_and_react(ev, &self.iopd, dac, missing, &mut states, now, MccConfig::new(self.mtu));
         self.store_windows(&states);
+        self.states = states;
+        if actions.is_empty() {
+            return; // nothing left the outstanding TSNs since IOPD's lows were taken
+        }
         for a in actions {
             let stats = &mut self.dests[a.from].stats;
             stats.fast_recoveries += u64::from(a.window_cut);

@@ -182,6 +182,9 @@ pub(super) struct Sender {
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
+    /// TSNs the gap-block walk has visited, for tests.
+    #[cfg(test)]
+    gap_tsns_walked: u64,
 }
 
 impl Sender {
@@ -214,6 +217,8 @@ impl Sender {
             states: Vec::new(),
             #[cfg(test)]
             sent_log: Vec::new(),
+            #[cfg(test)]
+            gap_tsns_walked: 0,
         }
     }
 
@@ -420,6 +425,10 @@ impl Sender {
 
     /// TSN `tsn`, above the cumulative ack, is in a gap block.
     fn gap_ack(&mut self, tsn: u32, acks: &mut SackAcks) {
+        #[cfg(test)]
+        {
+            self.gap_tsns_walked += 1;
+        }
         let idx = (tsn - self.cum_ack - 1) as usize;
         let rec = self.chunks[idx];
         if rec.state != ChunkState::GapAcked {
@@ -1193,6 +1202,24 @@ mod tests {
             s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
         }
         assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 1), (0, 0, 0)));
+    }
+
+    #[test]
+    fn a_sack_walks_only_the_tsns_its_gap_blocks_add() {
+        let mut s = sender(2, true);
+        s.dests[0].cwnd_bytes = 200 * 1500;
+        s.dests[1].cwnd_bytes = 200 * 1500;
+        drain(&mut s, SimTime::ZERO);
+        // TSN 1 is missing; 2..=101 arrive one by one, each SACK repeating
+        // the block before it: 100 TSNs walked in all, not 5050.
+        for e in 2..=101u16 {
+            s.on_sack(ms(10), &sack(0, &[(2, e)], 1 << 20));
+        }
+        assert_eq!(s.gap_tsns_walked, 100);
+        assert_eq!(s.outstanding_bytes(), (s.next_tsn - 1 - 100) as u64 * 1452);
+        // A second hole splits the block: only the new TSNs are walked.
+        s.on_sack(ms(20), &sack(0, &[(2, 101), (103, 110)], 1 << 20));
+        assert_eq!(s.gap_tsns_walked, 108);
     }
 
     fn sack(cum_tsn: u32, gaps: &[(u16, u16)], a_rwnd_bytes: u32) -> SackChunk {

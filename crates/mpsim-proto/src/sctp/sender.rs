@@ -173,6 +173,11 @@ pub(super) struct Sender {
     /// every TSN in them is gap acked or below the cumulative ack, so the
     /// next SACK walks only what its blocks add.
     prev_gap_tsns: Vec<(u32, u32)>,
+    /// Retransmissions (time, TSN) that may still disqualify an RTT
+    /// sample (RFC 4960 section 6.3.1 C5): oldest first, each TSN above
+    /// the one before (an older retransmission of a higher TSN says
+    /// nothing a later one of a lower TSN does not).
+    rtx_events: VecDeque<(SimTime, u32)>,
     /// Buffers reused from SACK to SACK.
     scratch: SackAcks,
     candidates: Vec<(usize, MissingTsn)>,
@@ -210,6 +215,7 @@ impl Sender {
             marked: BTreeSet::new(),
             unacked_bytes: 0,
             prev_gap_tsns: Vec::new(),
+            rtx_events: VecDeque::new(),
             scratch: SackAcks::new(n_paths),
             candidates: Vec::new(),
             missing: Vec::new(),
@@ -380,6 +386,7 @@ impl Sender {
         self.after_sack(now, sack, &acks);
         let any_new = acks.highest_newly.is_some();
         self.scratch = acks;
+        self.prune_rtx_events();
         #[cfg(test)]
         self.assert_indexes_consistent();
         any_new
@@ -450,10 +457,50 @@ impl Sender {
         acks.newly_bytes[rec.dest] += rec.len as u64;
         acks.newly.push(TsnDest::new(tsn, rec.dest));
         acks.highest_newly = Some(acks.highest_newly.map_or(tsn, |h: u32| h.max(tsn)));
-        // Karn's rule (RFC 4960 section 6.3.1 C5): first transmissions only.
-        if rec.tx_count == 1 && rec.state == ChunkState::Outstanding {
+        // Karn's rule (RFC 4960 section 6.3.1 C5): first transmissions
+        // only, and none sent before a lower TSN was retransmitted.
+        if rec.tx_count == 1 && rec.state == ChunkState::Outstanding && !self.rtx_below_since(tsn, rec.sent_at) {
             let slot = &mut acks.rtt_from[rec.dest];
             *slot = Some(slot.map_or(rec.sent_at, |t: SimTime| t.max(rec.sent_at)));
+        }
+    }
+
+    /// RFC 4960 section 6.3.1 C5, implementation note: "RTT measurement
+    /// should only be made using a chunk with TSN r if no chunk with TSN
+    /// less than or equal to r is retransmitted since r is first sent".
+    /// The SACK that acknowledges such a chunk may have waited for the
+    /// lower hole: a receiver reports its lowest gap blocks only
+    /// (`MAX_GAP_BLOCKS`), so the chunk can sit reported nowhere for
+    /// as long as the hole stays open.
+    fn rtx_below_since(&self, tsn: u32, sent_at: SimTime) -> bool {
+        // The events after `sent_at` are a suffix whose first has the lowest TSN.
+        let first_after = self.rtx_events.partition_point(|&(t, _)| t <= sent_at);
+        self.rtx_events.get(first_after).is_some_and(|&(_, x)| x <= tsn)
+    }
+
+    /// TSN `tsn` is retransmitted now.
+    fn note_rtx_event(&mut self, now: SimTime, tsn: u32) {
+        while self.rtx_events.back().is_some_and(|&(_, x)| x >= tsn) {
+            self.rtx_events.pop_back();
+        }
+        self.rtx_events.push_back((now, tsn));
+    }
+
+    /// Forgets the retransmissions no chunk that can still give a sample
+    /// was sent before: first transmissions go out in TSN order, so the
+    /// lowest outstanding one was sent first.
+    fn prune_rtx_events(&mut self) {
+        let oldest = (0..self.dests.len())
+            .filter_map(|d| self.lowest_outstanding(d, 0))
+            .min()
+            .map(|tsn| self.chunks[(tsn - self.cum_ack - 1) as usize].sent_at);
+        match oldest {
+            Some(t) => {
+                while self.rtx_events.front().is_some_and(|&(at, _)| at <= t) {
+                    self.rtx_events.pop_front();
+                }
+            }
+            None => self.rtx_events.clear(),
         }
     }
 
@@ -957,6 +1004,7 @@ impl Sender {
         rec.missing_reports = 0;
         let (len, new) = (rec.len, *rec);
         self.index(tsn, &new);
+        self.note_rtx_event(now, tsn);
         self.on_sent(now, tsn, d, len, true);
         Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true })
     }
@@ -1202,6 +1250,32 @@ mod tests {
             s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
         }
         assert_eq!((counts(&s, 0), counts(&s, 1)), ((1, 0, 1), (0, 0, 0)));
+    }
+
+    #[test]
+    fn no_rtt_sample_from_a_chunk_sent_before_a_lower_tsn_was_retransmitted() {
+        // RFC 4960 section 6.3.1 C5, implementation note: TSN 8
+        // (destination 1) was sent before TSN 1 was retransmitted; the
+        // SACK that acks it may have waited for the hole (a receiver
+        // reports at most MAX_GAP_BLOCKS blocks, the lowest first), so it
+        // measures no round trip of destination 1.
+        let mut s = variant_sender(Variant::Smt);
+        s.dests[0].srtt = Some(SimDuration::from_millis(400));
+        s.dests[1].srtt = Some(SimDuration::from_millis(20));
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(2, 2)][..], &[(2, 2), (4, 4)], &[(2, 2), (4, 4), (6, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        let rtx = s.next_data(ms(10)).expect("the fast retransmission");
+        assert_eq!((rtx.tsn, rtx.retransmission), (1, true));
+        let before = s.dests[1].srtt;
+        s.on_sack(ms(900), &sack(0, &[(2, 2), (4, 4), (6, 6), (8, 8)], 1 << 20));
+        assert_eq!(s.dests[1].srtt, before, "a sample spanning the retransmission of TSN 1");
+        // A chunk first sent after the retransmission measures again.
+        let next = drain(&mut s, ms(900));
+        let tsn = next.iter().find(|t| !t.retransmission && t.dest == 1).expect("new data on 1").tsn;
+        s.on_sack(ms(1000), &sack(0, &[(2, 2), (4, 4), (6, 6), (8, 8), (tsn as u16, tsn as u16)], 1 << 20));
+        assert_ne!(s.dests[1].srtt, before, "a chunk sent after the retransmission");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use super::variants::{smos, DestState, TieBreak, TsnDest};
 use super::{SctpConfig, Variant};
 use mpsim_core::sctp::SackChunk;
 use mpsim_core::{SimDuration, SimTime};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 
 /// RFC 4960 section 7.2.4: missing reports that trigger a fast retransmit.
 const DUP_THRESH: u32 = 3;
@@ -164,9 +164,9 @@ pub(super) struct Sender {
     /// transmissions (`[0]`) and retransmissions (`[1]`): CUCv2's trackers,
     /// IOPD's `low` and the TSNs a SACK can report missing are read from
     /// them, so a SACK costs what it changes, not what is in flight.
-    outstanding: Vec<[BTreeSet<u32>; 2]>,
+    outstanding: Vec<[TsnSet; 2]>,
     /// The TSNs in state `MarkedRtx`.
-    marked: BTreeSet<u32>,
+    marked: TsnSet,
     /// Payload bytes of the chunks neither cumulatively nor gap acknowledged.
     unacked_bytes: u64,
     /// The last SACK's gap blocks (absolute TSNs, within what was sent):
@@ -212,7 +212,7 @@ impl Sender {
             // Iyengar, Amer, Stewart (ICON 2004): the last 1000 sends.
             losses: LossRateEstimator::new(n_paths, 1000),
             outstanding: (0..n_paths).map(|_| Default::default()).collect(),
-            marked: BTreeSet::new(),
+            marked: TsnSet::default(),
             unacked_bytes: 0,
             prev_gap_tsns: Vec::new(),
             rtx_events: VecDeque::new(),
@@ -313,8 +313,8 @@ impl Sender {
     /// The indexes and byte count agree with the chunk records.
     #[cfg(test)]
     fn assert_indexes_consistent(&self) {
-        let mut outstanding: Vec<[BTreeSet<u32>; 2]> = (0..self.dests.len()).map(|_| Default::default()).collect();
-        let mut marked = BTreeSet::new();
+        let mut outstanding: Vec<[TsnSet; 2]> = (0..self.dests.len()).map(|_| Default::default()).collect();
+        let mut marked = TsnSet::default();
         for (idx, rec) in self.chunks.iter().enumerate() {
             match rec.state {
                 ChunkState::Outstanding => outstanding[rec.dest][rec_class(rec)].insert(self.tsn_at(idx)),
@@ -1095,10 +1095,64 @@ impl SackAcks {
 }
 
 /// Lowest outstanding TSN of a destination, either class (IOPD's `low`).
-fn lowest_outstanding_any(classes: &[BTreeSet<u32>; 2]) -> Option<u32> {
+fn lowest_outstanding_any(classes: &[TsnSet; 2]) -> Option<u32> {
     match (classes[0].first(), classes[1].first()) {
         (Some(&a), Some(&b)) => Some(a.min(b)),
         (a, b) => a.or(b).copied(),
+    }
+}
+
+/// A set of TSNs kept sorted in a ring: TSNs are sent in order, so an
+/// insertion lands at the back, and acknowledgements take them mostly from
+/// the front; cheaper per chunk than a B-tree for the few hundred a sender
+/// has outstanding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TsnSet(VecDeque<u32>);
+
+impl TsnSet {
+    fn insert(&mut self, tsn: u32) -> bool {
+        if self.0.back().is_none_or(|&b| b < tsn) {
+            self.0.push_back(tsn);
+            return true;
+        }
+        match self.0.binary_search(&tsn) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, tsn);
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, tsn: &u32) -> bool {
+        if self.0.front() == Some(tsn) {
+            self.0.pop_front();
+            return true;
+        }
+        match self.0.binary_search(tsn) {
+            Ok(i) => {
+                self.0.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn first(&self) -> Option<&u32> {
+        self.0.front()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &u32> + '_ {
+        self.0.iter()
+    }
+
+    /// The TSNs below `end`, lowest first.
+    fn range(&self, end: std::ops::RangeTo<u32>) -> impl Iterator<Item = &u32> + '_ {
+        self.0.iter().take_while(move |&&t| t < end.end)
     }
 }
 

@@ -15,6 +15,10 @@ pub(super) struct Receiver {
     pub cum_tsn: u32,
     /// Chunks above a hole: TSN -> (payload bytes, path it came on).
     ooo: BTreeMap<u32, (u32, usize)>,
+    /// The runs of consecutive TSNs in `ooo`, first TSN -> last TSN: the
+    /// gap blocks, kept as chunks arrive so that a SACK costs its blocks,
+    /// not the chunks held.
+    ooo_runs: BTreeMap<u32, u32>,
     /// Payload bytes in `ooo`.
     pub held_bytes: u64,
     rbuf_bytes: u64,
@@ -51,6 +55,7 @@ impl Receiver {
         Receiver {
             cum_tsn: 0,
             ooo: BTreeMap::new(),
+            ooo_runs: BTreeMap::new(),
             held_bytes: 0,
             rbuf_bytes: cfg.rbuf_bytes,
             dups: Vec::new(),
@@ -96,6 +101,10 @@ impl Receiver {
         if tsn == self.cum_tsn + 1 {
             let had_gaps = !self.ooo.is_empty();
             self.deliver(tsn, len, path);
+            // The loop below delivers the whole first run, if it is next.
+            if self.ooo_runs.first_key_value().is_some_and(|(&s, _)| s == self.cum_tsn + 1) {
+                self.ooo_runs.pop_first();
+            }
             while let Some((&next, &(l, p))) = self.ooo.first_key_value() {
                 if next != self.cum_tsn + 1 {
                     break;
@@ -115,6 +124,7 @@ impl Receiver {
             self.sack_now = true;
         } else {
             self.ooo.insert(tsn, (len, path));
+            self.add_to_runs(tsn);
             self.held_bytes += len as u64;
             if self.sack_on_gap() {
                 self.sack_now = true;
@@ -126,6 +136,14 @@ impl Receiver {
         if !self.sack_now && self.sack_deadline.is_none() {
             self.sack_deadline = Some(now + self.sack_delay);
         }
+    }
+
+    /// `tsn` joins `ooo`: it extends, joins or starts a run.
+    fn add_to_runs(&mut self, tsn: u32) {
+        let after = self.ooo_runs.remove(&(tsn + 1));
+        let before = self.ooo_runs.range(..tsn).next_back().filter(|(_, &e)| e + 1 == tsn).map(|(&s, _)| s);
+        let start = before.unwrap_or(tsn);
+        self.ooo_runs.insert(start, after.unwrap_or(tsn));
     }
 
     fn deliver(&mut self, tsn: u32, len: u32, path: usize) {
@@ -168,22 +186,12 @@ impl Receiver {
             flags: self.sack_flags(),
             ..Default::default()
         };
-        let mut run: Option<(u32, u32)> = None;
-        for &tsn in self.ooo.keys() {
-            run = match run {
-                Some((s, e)) if tsn == e + 1 => Some((s, tsn)),
-                Some((s, e)) => {
-                    if !push_gap(&mut sack, s, e) {
-                        run = None;
-                        break;
-                    }
-                    Some((tsn, tsn))
-                }
-                None => Some((tsn, tsn)),
-            };
-        }
-        if let Some((s, e)) = run {
-            push_gap(&mut sack, s, e);
+        #[cfg(test)]
+        self.assert_runs_match_held();
+        for (&s, &e) in &self.ooo_runs {
+            if !push_gap(&mut sack, s, e) {
+                break;
+            }
         }
         for &d in &self.dups {
             sack.push_dup(d);
@@ -193,6 +201,29 @@ impl Receiver {
         self.sack_now = false;
         self.sack_deadline = None;
         sack
+    }
+}
+
+impl Receiver {
+    /// `ooo_runs` are the runs of consecutive TSNs in `ooo`.
+    #[cfg(test)]
+    fn assert_runs_match_held(&self) {
+        let mut runs = BTreeMap::new();
+        let mut run: Option<(u32, u32)> = None;
+        for &tsn in self.ooo.keys() {
+            run = match run {
+                Some((s, e)) if tsn == e + 1 => Some((s, tsn)),
+                Some((s, e)) => {
+                    runs.insert(s, e);
+                    Some((tsn, tsn))
+                }
+                None => Some((tsn, tsn)),
+            };
+        }
+        if let Some((s, e)) = run {
+            runs.insert(s, e);
+        }
+        assert_eq!(runs, self.ooo_runs);
     }
 }
 

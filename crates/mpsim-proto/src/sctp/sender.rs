@@ -6,7 +6,7 @@
 //! 6.1). Flight sizes and windows count payload bytes; cwnd grows by the
 //! MTU, as Linux's SCTP does (net/sctp/transport.c).
 
-use super::variants::cucv2::{self, CucVersion, GrowthInput, OutstandingTsn, PseudoCumacks};
+use super::variants::cucv2::{self, CucVersion, GrowthInput, PseudoCumacks};
 use super::variants::dac::DacCount;
 use super::variants::iopd::{Iopd, OosClass};
 use super::variants::mcc::{self, MccConfig};
@@ -165,9 +165,36 @@ pub(super) struct Sender {
     /// SMOS trunk form: per destination, the TSNs its trunk slots hold
     /// and it has not sent yet, in slot order.
     planned: Vec<VecDeque<u32>>,
+    /// The TSNs in state `Outstanding`, per destination, first
+    /// transmissions (`[0]`) and retransmissions (`[1]`): CUCv2's trackers,
+    /// IOPD's `low` and the TSNs a SACK can report missing are read from
+    /// them, so a SACK costs what it changes, not what is in flight.
+    outstanding: Vec<[TsnSet; 2]>,
+    /// The TSNs in state `MarkedRtx`.
+    marked: TsnSet,
+    /// Payload bytes of the chunks neither cumulatively nor gap acknowledged.
+    unacked_bytes: u64,
+    /// The last SACK's gap blocks (absolute TSNs, within what was sent):
+    /// every TSN in them is gap acked or below the cumulative ack, so the
+    /// next SACK walks only what its blocks add.
+    prev_gap_tsns: Vec<(u32, u32)>,
+    /// Retransmissions (time, TSN) that may still disqualify an RTT
+    /// sample (RFC 4960 section 6.3.1 C5): oldest first, each TSN above
+    /// the one before (an older retransmission of a higher TSN says
+    /// nothing a later one of a lower TSN does not).
+    rtx_events: VecDeque<(SimTime, u32)>,
+    /// Buffers reused from SACK to SACK.
+    scratch: SackAcks,
+    candidates: Vec<(usize, MissingTsn)>,
+    missing: Vec<MissingTsn>,
+    evidence: SackEvidence,
+    states: Vec<DestState>,
     /// Every first transmission (TSN, length), for tests.
     #[cfg(test)]
     pub sent_log: Vec<(u32, u32)>,
+    /// TSNs the gap-block walk has visited, for tests.
+    #[cfg(test)]
+    gap_tsns_walked: u64,
 }
 
 impl Sender {
@@ -190,8 +217,20 @@ impl Sender {
             // Iyengar, Amer, Stewart (ICON 2004): the last 1000 sends.
             losses: LossRateEstimator::new(n_paths, 1000),
             planned: vec![VecDeque::new(); n_paths],
+            outstanding: (0..n_paths).map(|_| Default::default()).collect(),
+            marked: TsnSet::default(),
+            unacked_bytes: 0,
+            prev_gap_tsns: Vec::new(),
+            rtx_events: VecDeque::new(),
+            scratch: SackAcks::new(n_paths),
+            candidates: Vec::new(),
+            missing: Vec::new(),
+            evidence: SackEvidence::default(),
+            states: Vec::new(),
             #[cfg(test)]
             sent_log: Vec::new(),
+            #[cfg(test)]
+            gap_tsns_walked: 0,
         }
     }
 
@@ -232,7 +271,70 @@ impl Sender {
 
     /// Payload bytes sent and neither cumulatively nor gap acknowledged.
     pub fn outstanding_bytes(&self) -> u64 {
-        self.chunks.iter().filter(|c| !matches!(c.state, ChunkState::GapAcked | ChunkState::Planned)).map(|c| c.len as u64).sum()
+        self.unacked_bytes
+    }
+
+    /// Removes chunk `rec` (TSN `tsn`) from the index of its state.
+    fn unindex(&mut self, tsn: u32, rec: &TsnRec) {
+        match rec.state {
+            ChunkState::Outstanding => {
+                self.outstanding[rec.dest][rec_class(rec)].remove(&tsn);
+            }
+            ChunkState::MarkedRtx { .. } => {
+                self.marked.remove(&tsn);
+            }
+            ChunkState::GapAcked | ChunkState::Planned => {}
+        }
+    }
+
+    /// Adds chunk `rec` (TSN `tsn`) to the index of its state.
+    fn index(&mut self, tsn: u32, rec: &TsnRec) {
+        match rec.state {
+            ChunkState::Outstanding => {
+                self.outstanding[rec.dest][rec_class(rec)].insert(tsn);
+            }
+            ChunkState::MarkedRtx { .. } => {
+                self.marked.insert(tsn);
+            }
+            ChunkState::GapAcked | ChunkState::Planned => {}
+        }
+    }
+
+    /// Sets chunk `idx`'s state, keeping the indexes in step.
+    fn set_state(&mut self, idx: usize, state: ChunkState) {
+        let tsn = self.tsn_at(idx);
+        let old = self.chunks[idx];
+        self.unindex(tsn, &old);
+        self.chunks[idx].state = state;
+        let new = self.chunks[idx];
+        self.index(tsn, &new);
+    }
+
+    /// Lowest outstanding TSN on `d` of class `class` (0: first
+    /// transmissions, 1: retransmissions).
+    fn lowest_outstanding(&self, d: usize, class: usize) -> Option<u32> {
+        self.outstanding[d][class].first().copied()
+    }
+
+    /// The indexes and byte count agree with the chunk records.
+    #[cfg(test)]
+    fn assert_indexes_consistent(&self) {
+        let mut outstanding: Vec<[TsnSet; 2]> = (0..self.dests.len()).map(|_| Default::default()).collect();
+        let mut marked = TsnSet::default();
+        for (idx, rec) in self.chunks.iter().enumerate() {
+            match rec.state {
+                ChunkState::Outstanding => outstanding[rec.dest][rec_class(rec)].insert(self.tsn_at(idx)),
+                ChunkState::MarkedRtx { .. } => marked.insert(self.tsn_at(idx)),
+                ChunkState::GapAcked | ChunkState::Planned => false,
+            };
+        }
+        assert_eq!(outstanding, self.outstanding);
+        assert_eq!(marked, self.marked);
+        let unacked: u64 = (self.chunks.iter())
+            .filter(|c| !matches!(c.state, ChunkState::GapAcked | ChunkState::Planned))
+            .map(|c| c.len as u64)
+            .sum();
+        assert_eq!(unacked, self.unacked_bytes);
     }
 
     fn tsn_at(&self, idx: usize) -> u32 {
@@ -253,30 +355,26 @@ impl Sender {
         if sack.cum_tsn < self.cum_ack || sack.cum_tsn >= self.next_tsn || unsent {
             return false; // older than what we know, or acking what was never sent
         }
-        let n = self.dests.len();
-        let flight_before: Vec<u64> = self.dests.iter().map(|d| d.flight_bytes).collect();
-        // CUCv2's trackers hold what was outstanding before the SACK (docs/cmt.md, step 1).
-        let outstanding_before = if self.multipath() { self.outstanding_tsns() } else { Vec::new() };
-        let mut acks = SackAcks { newly_bytes: vec![0; n], rtt_from: vec![None; n], highest_newly: None, newly: Vec::new() };
+        let mut acks = std::mem::take(&mut self.scratch);
+        acks.reset(&self.dests);
+        if self.multipath() {
+            // CUCv2's trackers hold what was outstanding before the SACK (docs/cmt.md, step 1).
+            for d in 0..self.dests.len() {
+                acks.pcum_before.set(d, self.lowest_outstanding(d, 0), self.lowest_outstanding(d, 1));
+            }
+        }
         let cum_advanced = sack.cum_tsn > self.cum_ack;
         while self.cum_ack < sack.cum_tsn {
             // The loop stops at `sack.cum_tsn < next_tsn`: a record exists.
             let Some(rec) = self.chunks.pop_front() else { break };
             self.cum_ack += 1;
+            self.unindex(self.cum_ack, &rec);
             if rec.state != ChunkState::GapAcked {
+                self.unacked_bytes -= rec.len as u64;
                 self.newly_acked(&rec, self.cum_ack, &mut acks);
             }
         }
-        for (s, e) in sack.gap_tsns() {
-            for tsn in s.max(self.cum_ack + 1)..=e.min(self.next_tsn - 1) {
-                let idx = (tsn - self.cum_ack - 1) as usize;
-                let rec = self.chunks[idx];
-                if !matches!(rec.state, ChunkState::GapAcked | ChunkState::Planned) {
-                    self.newly_acked(&rec, tsn, &mut acks);
-                    self.chunks[idx].state = ChunkState::GapAcked;
-                }
-            }
-        }
+        self.apply_gap_blocks(sack, &mut acks);
         for (d, sent_at) in acks.rtt_from.iter().enumerate() {
             if let Some(t) = sent_at {
                 let cfg = self.cfg;
@@ -284,19 +382,78 @@ impl Sender {
             }
         }
         if self.multipath() {
-            self.variant_sack(now, sack, &acks, &outstanding_before, cum_advanced);
+            self.variant_sack(now, sack, &acks, cum_advanced);
         } else {
             if let Some(htna) = acks.highest_newly {
                 self.count_missing_reports(htna, &acks);
             }
-            for (d, &flight) in flight_before.iter().enumerate() {
+            for d in 0..self.dests.len() {
                 if self.may_grow_cwnd(d, cum_advanced) {
-                    self.grow_cwnd(d, acks.newly_bytes[d], flight);
+                    self.grow_cwnd(d, acks.newly_bytes[d], acks.flight_before[d]);
                 }
             }
         }
         self.after_sack(now, sack, &acks);
-        acks.highest_newly.is_some()
+        let any_new = acks.highest_newly.is_some();
+        self.scratch = acks;
+        self.prune_rtx_events();
+        #[cfg(test)]
+        self.assert_indexes_consistent();
+        any_new
+    }
+
+    /// RFC 4960 section 6.2.1: the gap blocks acknowledge chunks (kept
+    /// until the cumulative ack passes them). A SACK repeats the blocks of
+    /// the one before and extends them: only the TSNs outside the previous
+    /// SACK's blocks are walked, since those inside are already gap acked.
+    fn apply_gap_blocks(&mut self, sack: &SackChunk, acks: &mut SackAcks) {
+        let mut prev = std::mem::take(&mut self.prev_gap_tsns);
+        let mut blocks = std::mem::take(&mut acks.gap_tsns);
+        blocks.clear();
+        blocks.extend(sack.gap_tsns().map(|(s, e)| (s.max(self.cum_ack + 1), e.min(self.next_tsn - 1))).filter(|(s, e)| s <= e));
+        let mut p = 0;
+        for &(s, e) in &blocks {
+            let mut tsn = s;
+            while tsn <= e {
+                // Skip the previous blocks that end below `tsn`; one that
+                // covers `tsn` is jumped over.
+                while p < prev.len() && prev[p].1 < tsn {
+                    p += 1;
+                }
+                let upto = match prev.get(p) {
+                    Some(&(ps, pe)) if ps <= tsn => {
+                        tsn = pe.saturating_add(1);
+                        continue;
+                    }
+                    Some(&(ps, _)) => e.min(ps - 1),
+                    None => e,
+                };
+                for t in tsn..=upto {
+                    self.gap_ack(t, acks);
+                }
+                tsn = upto + 1;
+            }
+        }
+        prev.clear();
+        prev.extend_from_slice(&blocks);
+        self.prev_gap_tsns = prev;
+        acks.gap_tsns = blocks;
+    }
+
+    /// TSN `tsn`, above the cumulative ack, is in a gap block.
+    fn gap_ack(&mut self, tsn: u32, acks: &mut SackAcks) {
+        #[cfg(test)]
+        {
+            self.gap_tsns_walked += 1;
+        }
+        let idx = (tsn - self.cum_ack - 1) as usize;
+        let rec = self.chunks[idx];
+        // A planned chunk has not left: a block covering it is not ours to believe.
+        if !matches!(rec.state, ChunkState::GapAcked | ChunkState::Planned) {
+            self.newly_acked(&rec, tsn, acks);
+            self.unacked_bytes -= rec.len as u64;
+            self.set_state(idx, ChunkState::GapAcked);
+        }
     }
 
     fn newly_acked(&mut self, rec: &TsnRec, tsn: u32, acks: &mut SackAcks) {
@@ -311,32 +468,98 @@ impl Sender {
         acks.newly_bytes[rec.dest] += rec.len as u64;
         acks.newly.push(TsnDest::new(tsn, rec.dest));
         acks.highest_newly = Some(acks.highest_newly.map_or(tsn, |h: u32| h.max(tsn)));
-        // Karn's rule (RFC 4960 section 6.3.1 C5): first transmissions only.
-        if rec.tx_count == 1 && rec.state == ChunkState::Outstanding {
+        // Karn's rule (RFC 4960 section 6.3.1 C5): first transmissions
+        // only, and none sent before a lower TSN was retransmitted.
+        if rec.tx_count == 1 && rec.state == ChunkState::Outstanding && !self.rtx_below_since(tsn, rec.sent_at) {
             let slot = &mut acks.rtt_from[rec.dest];
             *slot = Some(slot.map_or(rec.sent_at, |t: SimTime| t.max(rec.sent_at)));
+        }
+    }
+
+    /// RFC 4960 section 6.3.1 C5, implementation note: "RTT measurement
+    /// should only be made using a chunk with TSN r if no chunk with TSN
+    /// less than or equal to r is retransmitted since r is first sent".
+    /// The SACK that acknowledges such a chunk may have waited for the
+    /// lower hole: a receiver reports its lowest gap blocks only
+    /// (`MAX_GAP_BLOCKS`), so the chunk can sit reported nowhere for
+    /// as long as the hole stays open.
+    fn rtx_below_since(&self, tsn: u32, sent_at: SimTime) -> bool {
+        // The events after `sent_at` are a suffix whose first has the lowest TSN.
+        let first_after = self.rtx_events.partition_point(|&(t, _)| t <= sent_at);
+        self.rtx_events.get(first_after).is_some_and(|&(_, x)| x <= tsn)
+    }
+
+    /// TSN `tsn` is retransmitted now.
+    fn note_rtx_event(&mut self, now: SimTime, tsn: u32) {
+        while self.rtx_events.back().is_some_and(|&(_, x)| x >= tsn) {
+            self.rtx_events.pop_back();
+        }
+        self.rtx_events.push_back((now, tsn));
+    }
+
+    /// Forgets the retransmissions no chunk that can still give a sample
+    /// was sent before: first transmissions go out in TSN order, so the
+    /// lowest outstanding one was sent first.
+    fn prune_rtx_events(&mut self) {
+        let oldest = (0..self.dests.len())
+            .filter_map(|d| self.lowest_outstanding(d, 0))
+            .min()
+            .map(|tsn| self.chunks[(tsn - self.cum_ack - 1) as usize].sent_at);
+        match oldest {
+            Some(t) => {
+                while self.rtx_events.front().is_some_and(|&(at, _)| at <= t) {
+                    self.rtx_events.pop_front();
+                }
+            }
+            None => self.rtx_events.clear(),
         }
     }
 
     /// RFC 4960 section 7.2.4: every outstanding TSN below the highest
     /// newly acknowledged one gets missing reports; at three it is marked
     /// for fast retransmission (once per TSN).
+    /// A TSN already fast retransmitted is left to T3-rtx (section 7.2.4
+    /// step 4): its reports would change nothing, so it is not visited.
     fn count_missing_reports(&mut self, htna: u32, acks: &SackAcks) {
-        for idx in 0..self.chunks.len() {
-            let tsn = self.tsn_at(idx);
-            if tsn >= htna {
-                break;
-            }
-            if self.chunks[idx].state != ChunkState::Outstanding {
-                continue;
-            }
-            let add = self.missing_report_increment(tsn, idx, acks);
+        self.collect_candidates(|_| Some(htna));
+        let candidates = std::mem::take(&mut self.candidates);
+        for &(idx, m) in &candidates {
+            let add = self.missing_report_increment(m.tsn, idx, acks);
             let rec = &mut self.chunks[idx];
             rec.missing_reports += add;
             if rec.missing_reports >= DUP_THRESH && !rec.fast_retransmitted {
                 self.mark_fast_retransmit(idx);
             }
         }
+        self.candidates = candidates;
+    }
+
+    /// Into `self.candidates`, lowest TSN first: the outstanding TSNs not
+    /// yet fast retransmitted that lie below `bound(d)` on their
+    /// destination `d` (no bound: none of `d`'s).
+    fn collect_candidates(&mut self, bound: impl Fn(usize) -> Option<u32>) {
+        let mut out = std::mem::take(&mut self.candidates);
+        out.clear();
+        for (d, classes) in self.outstanding.iter().enumerate() {
+            let Some(below) = bound(d) else { continue };
+            for tsn in classes.iter().flat_map(|c| c.range(..below)) {
+                let idx = (tsn - self.cum_ack - 1) as usize;
+                let r = &self.chunks[idx];
+                if r.fast_retransmitted {
+                    continue;
+                }
+                let m = MissingTsn {
+                    tsn: *tsn,
+                    dest: r.dest,
+                    missing_reports: r.missing_reports,
+                    fast_retransmitted: false,
+                    sent_at: r.sent_at,
+                };
+                out.push((idx, m));
+            }
+        }
+        out.sort_unstable_by_key(|&(idx, _)| idx);
+        self.candidates = out;
     }
 
     /// Plain SCTP: missing reports a SACK adds to the outstanding TSN at
@@ -426,8 +649,8 @@ impl Sender {
         self.dests[d].flight_bytes -= rec.len as u64;
         self.dests[d].stats.fast_rtx += 1;
         let rtx_dest = self.rtx_destination(tsn, d, false);
+        self.set_state(idx, ChunkState::MarkedRtx { fast: true });
         let rec = &mut self.chunks[idx];
-        rec.state = ChunkState::MarkedRtx { fast: true };
         rec.fast_retransmitted = true;
         rec.rtx_dest = rtx_dest;
         self.fast_rtx_pending = true;
@@ -443,18 +666,24 @@ impl Sender {
 
     /// The per-destination state the decision rules read.
     fn dest_states(&self) -> Vec<DestState> {
-        (self.dests.iter().enumerate())
-            .map(|(i, d)| DestState {
-                flight_bytes: d.flight_bytes,
-                pba_bytes: d.pba_bytes,
-                srtt: d.srtt,
-                rttvar: d.rttvar,
-                fast_recovery_exit: d.fast_recovery_exit,
-                active: d.active,
-                loss: self.losses.rate(i),
-                ..DestState::new(d.cwnd_bytes, d.ssthresh_bytes)
-            })
-            .collect()
+        let mut out = Vec::with_capacity(self.dests.len());
+        self.dest_states_into(&mut out);
+        out
+    }
+
+    /// `dest_states` into a buffer the caller keeps (no allocation per SACK).
+    fn dest_states_into(&self, out: &mut Vec<DestState>) {
+        out.clear();
+        out.extend((self.dests.iter().enumerate()).map(|(i, d)| DestState {
+            flight_bytes: d.flight_bytes,
+            pba_bytes: d.pba_bytes,
+            srtt: d.srtt,
+            rttvar: d.rttvar,
+            fast_recovery_exit: d.fast_recovery_exit,
+            active: d.active,
+            loss: self.losses.rate(i),
+            ..DestState::new(d.cwnd_bytes, d.ssthresh_bytes)
+        }));
     }
 
     /// Takes back the window rules' results.
@@ -467,70 +696,59 @@ impl Sender {
         }
     }
 
-    /// TSNs sent and neither acknowledged nor waiting for a retransmission.
-    fn outstanding_tsns(&self) -> Vec<OutstandingTsn> {
-        (0..self.chunks.len())
-            .filter(|&i| self.chunks[i].state == ChunkState::Outstanding)
-            .map(|i| OutstandingTsn {
-                tsn: self.tsn_at(i),
-                dest: self.chunks[i].dest,
-                retransmitted: self.chunks[i].tx_count > 1,
-            })
-            .collect()
-    }
-
-    /// The outstanding TSNs below `htna` (the ones a SACK can report
-    /// missing), with their indices.
-    fn missing_candidates(&self, htna: Option<u32>) -> (Vec<usize>, Vec<MissingTsn>) {
-        let Some(htna) = htna else { return (Vec::new(), Vec::new()) };
-        (0..self.chunks.len())
-            .take_while(|&i| self.tsn_at(i) < htna)
-            .filter(|&i| self.chunks[i].state == ChunkState::Outstanding)
-            .map(|i| {
-                let r = &self.chunks[i];
-                let m = MissingTsn {
-                    tsn: self.tsn_at(i),
-                    dest: r.dest,
-                    missing_reports: r.missing_reports,
-                    fast_retransmitted: r.fast_retransmitted,
-                    sent_at: r.sent_at,
-                };
-                (i, m)
-            })
-            .unzip()
-    }
-
     /// One SACK under CMT, SMT or SMOS, after the acknowledgements are applied.
-    fn variant_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks, before: &[OutstandingTsn], cum_advanced: bool) {
+    /// Only the TSNs this SACK reports missing are handed to the rules
+    /// (those below the highest TSN newly acked: on their own destination
+    /// for SFR, on any for SMT's HTNA), lowest first; the others' counts
+    /// would not change.
+    fn variant_sack(&mut self, now: SimTime, sack: &SackChunk, acks: &SackAcks, cum_advanced: bool) {
         let n = self.dests.len();
-        let ev = SackEvidence::new(n, &acks.newly);
+        let mut ev = std::mem::take(&mut self.evidence);
+        ev.refill(n, &acks.newly);
         let dac = Some(DacCount::from_sack_flags(sack.flags));
-        let (idxs, mut missing) = self.missing_candidates(ev.highest_newack());
+        let htna = ev.highest_newack();
+        match self.cfg.variant {
+            Variant::Smt => self.collect_candidates(|_| htna),
+            Variant::Cmt | Variant::Smos => self.collect_candidates(|d| ev.highest_newack_for(d).filter(|_| ev.saw_newack(d))),
+        }
+        let mut candidates = std::mem::take(&mut self.candidates);
+        let mut missing = std::mem::take(&mut self.missing);
+        missing.clear();
+        missing.extend(candidates.iter().map(|&(_, m)| m));
         match self.cfg.variant {
             Variant::Smt => self.mcc_reports(now, &ev, dac, acks, &mut missing),
             Variant::Cmt | Variant::Smos => self.sfr_reports(&ev, dac, &mut missing),
         }
-        for (&i, m) in idxs.iter().zip(&missing) {
+        for (&(i, _), m) in candidates.iter().zip(&missing) {
             self.chunks[i].missing_reports = m.missing_reports;
         }
+        candidates.clear();
+        self.candidates = candidates;
+        self.missing = missing;
+        self.evidence = ev;
         // CUCv2 (Iyengar et al. 2006; FreeBSD rtx_pseudo_cumack): fast
         // recovery ends first, then each destination may grow on a
         // cumulative or pseudo-cumulative ack.
-        let got = PseudoCumacks::from_outstanding(n, before).new_pseudo_cumacks(&acks.newly, CucVersion::V2);
-        let mut states = self.dest_states();
+        let got = |d: usize| acks.newly.iter().any(|t| t.dest == d && acks.pcum_before.is_new_pseudo_cumack(*t, CucVersion::V2));
+        let mut states = std::mem::take(&mut self.states);
+        self.dest_states_into(&mut states);
         for (d, st) in states.iter_mut().enumerate() {
             st.on_cum_ack(self.cum_ack);
-            let input = GrowthInput { newly_acked_bytes: acks.newly_bytes[d], cum_advanced, new_pseudo_cumack: got[d] };
+            let input = GrowthInput { newly_acked_bytes: acks.newly_bytes[d], cum_advanced, new_pseudo_cumack: got(d) };
             cucv2::grow_cwnd(st, input, self.mtu);
         }
         self.store_windows(&states);
+        self.states = states;
     }
 
     /// CMT: split fast retransmit with DAC; each cut before the
     /// retransmission destinations are chosen, so RTX-SSTHRESH sees the
     /// reduced windows.
     fn sfr_reports(&mut self, ev: &SackEvidence, dac: Option<DacCount>, missing: &mut [MissingTsn]) {
-        let marks = sfr::count_and_mark(ev, MissingRule::Sfr(SfrHighest::NewlyAcked), dac, missing, &self.dest_states());
+        let mut states = std::mem::take(&mut self.states);
+        self.dest_states_into(&mut states);
+        let marks = sfr::count_and_mark(ev, MissingRule::Sfr(SfrHighest::NewlyAcked), dac, missing, &states);
+        self.states = states;
         for &d in &marks.cut {
             let exit = self.highest_outstanding_tsn(d);
             let mut states = self.dest_states();
@@ -556,10 +774,16 @@ impl Sender {
         acks: &SackAcks,
         missing: &mut [MissingTsn],
     ) {
-        self.iopd.on_sack(&acks.newly, &self.outstanding_tsns());
-        let mut states = self.dest_states();
+        let outstanding = &self.outstanding;
+        self.iopd.on_sack_with_lows(&acks.newly, |d| lowest_outstanding_any(&outstanding[d]));
+        let mut states = std::mem::take(&mut self.states);
+        self.dest_states_into(&mut states);
         let actions = mcc::count_and_react(ev, &self.iopd, dac, missing, &mut states, now, MccConfig::new(self.mtu));
         self.store_windows(&states);
+        self.states = states;
+        if actions.is_empty() {
+            return; // nothing left the outstanding TSNs since IOPD's lows were taken
+        }
         for a in actions {
             let stats = &mut self.dests[a.from].stats;
             stats.fast_recoveries += u64::from(a.window_cut);
@@ -569,7 +793,8 @@ impl Sender {
             }
             self.mark_for_fast_rtx(a.tsn, a.rtx_dest);
         }
-        self.iopd.research_low(&self.outstanding_tsns());
+        let outstanding = &self.outstanding;
+        self.iopd.set_lows(|d| lowest_outstanding_any(&outstanding[d]));
     }
 
     /// The configured retransmission policy over the active destinations
@@ -608,8 +833,8 @@ impl Sender {
         self.dests[rec.dest].flight_bytes -= rec.len as u64;
         self.dests[rec.dest].stats.fast_rtx += 1;
         self.note_loss(rec.dest, tsn);
+        self.set_state(idx, ChunkState::MarkedRtx { fast: true });
         let r = &mut self.chunks[idx];
-        r.state = ChunkState::MarkedRtx { fast: true };
         r.fast_retransmitted = true;
         r.rtx_dest = to;
         self.fast_rtx_pending = true;
@@ -692,9 +917,8 @@ impl Sender {
                 self.dests[d].flight_bytes -= rec.len as u64;
                 self.note_loss(d, self.tsn_at(idx));
                 let rtx_dest = self.rtx_destination(self.tsn_at(idx), d, true);
-                let r = &mut self.chunks[idx];
-                r.state = ChunkState::MarkedRtx { fast: false };
-                r.rtx_dest = rtx_dest;
+                self.set_state(idx, ChunkState::MarkedRtx { fast: false });
+                self.chunks[idx].rtx_dest = rtx_dest;
             }
         }
         failed
@@ -768,6 +992,8 @@ impl Sender {
             state: ChunkState::Outstanding,
         };
         self.chunks.push_back(rec);
+        self.index(tsn, &rec);
+        self.unacked_bytes += len as u64;
         #[cfg(test)]
         self.sent_log.push((tsn, len));
         self.on_sent(now, tsn, d, len, false);
@@ -870,6 +1096,10 @@ impl Sender {
         rec.rtx_dest = d;
         rec.sent_at = now;
         rec.tx_count = 1;
+        // A planned chunk is in no index and not unacknowledged until it leaves.
+        let rec = *rec;
+        self.index(tsn, &rec);
+        self.unacked_bytes += len as u64;
         #[cfg(test)]
         self.sent_log.push((tsn, len));
         self.on_sent(now, tsn, d, len, false);
@@ -885,29 +1115,42 @@ impl Sender {
     /// The lowest marked TSN whose destination has cwnd room; the first
     /// fast retransmission goes regardless (RFC 4960 section 7.2.4 rule 3).
     fn next_retransmission(&mut self, now: SimTime) -> Option<DataTx> {
-        for idx in 0..self.chunks.len() {
-            let ChunkState::MarkedRtx { fast } = self.chunks[idx].state else { continue };
-            let d = self.asap_dest().unwrap_or(self.chunks[idx].rtx_dest);
-            let room = self.dests[d].flight_bytes < self.dests[d].cwnd_bytes;
-            if !(room || fast && self.fast_rtx_pending) {
-                continue;
-            }
-            if fast {
-                self.fast_rtx_pending = false;
-            }
-            let rec = &mut self.chunks[idx];
-            rec.state = ChunkState::Outstanding;
-            rec.dest = d;
-            rec.sent_at = now;
-            rec.tx_count += 1;
-            rec.missing_reports = 0;
-            let len = rec.len;
-            let tsn = self.tsn_at(idx);
-            self.on_sent(now, tsn, d, len, true);
-            return Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true });
+        let Some((tsn, fast, d)) = self.retransmission_ready() else {
+            self.fast_rtx_pending = false;
+            return None;
+        };
+        let idx = (tsn - self.cum_ack - 1) as usize;
+        if fast {
+            self.fast_rtx_pending = false;
         }
-        self.fast_rtx_pending = false;
-        None
+        let old = self.chunks[idx];
+        self.unindex(tsn, &old);
+        let rec = &mut self.chunks[idx];
+        rec.state = ChunkState::Outstanding;
+        rec.dest = d;
+        rec.sent_at = now;
+        rec.tx_count += 1;
+        rec.missing_reports = 0;
+        let (len, new) = (rec.len, *rec);
+        self.index(tsn, &new);
+        self.note_rtx_event(now, tsn);
+        self.on_sent(now, tsn, d, len, true);
+        Some(DataTx { tsn: self.tsn_at(idx), len, dest: d, retransmission: true })
+    }
+
+    /// The lowest marked TSN that may go now, whether it is a fast
+    /// retransmission, and its destination.
+    fn retransmission_ready(&self) -> Option<(u32, bool, usize)> {
+        let room = |d: &Dest| d.flight_bytes < d.cwnd_bytes;
+        if self.marked.is_empty() || !self.fast_rtx_pending && !self.dests.iter().any(room) {
+            return None; // nothing may go: skip the walk
+        }
+        self.marked.iter().find_map(|&tsn| {
+            let rec = &self.chunks[(tsn - self.cum_ack - 1) as usize];
+            let ChunkState::MarkedRtx { fast } = rec.state else { return None };
+            let d = self.asap_dest().unwrap_or(rec.rtx_dest);
+            (room(&self.dests[d]) || fast && self.fast_rtx_pending).then_some((tsn, fast, d))
+        })
     }
 
     fn on_sent(&mut self, now: SimTime, tsn: u32, d: usize, len: u32, retransmission: bool) {
@@ -942,6 +1185,7 @@ impl Sender {
 }
 
 /// What one SACK newly acknowledged, per destination.
+#[derive(Default)]
 struct SackAcks {
     newly_bytes: Vec<u64>,
     /// Send time of the latest first transmission newly acked (an RTT sample).
@@ -949,6 +1193,102 @@ struct SackAcks {
     highest_newly: Option<u32>,
     /// Every TSN newly acknowledged, with the destination it was last sent to.
     newly: Vec<TsnDest>,
+    /// Each destination's flight when the SACK came.
+    flight_before: Vec<u64>,
+    /// CUCv2's trackers before the SACK.
+    pcum_before: PseudoCumacks,
+    /// The SACK's gap blocks, absolute and within what was sent.
+    gap_tsns: Vec<(u32, u32)>,
+}
+
+impl SackAcks {
+    fn new(n_dests: usize) -> Self {
+        SackAcks { pcum_before: PseudoCumacks::new(n_dests), ..Default::default() }
+    }
+
+    /// Empty again for a SACK to `dests`.
+    fn reset(&mut self, dests: &[Dest]) {
+        let n = dests.len();
+        self.newly_bytes.clear();
+        self.newly_bytes.resize(n, 0);
+        self.rtt_from.clear();
+        self.rtt_from.resize(n, None);
+        self.highest_newly = None;
+        self.newly.clear();
+        self.flight_before.clear();
+        self.flight_before.extend(dests.iter().map(|d| d.flight_bytes));
+        for d in 0..n {
+            self.pcum_before.set(d, None, None);
+        }
+    }
+}
+
+/// Lowest outstanding TSN of a destination, either class (IOPD's `low`).
+fn lowest_outstanding_any(classes: &[TsnSet; 2]) -> Option<u32> {
+    match (classes[0].first(), classes[1].first()) {
+        (Some(&a), Some(&b)) => Some(a.min(b)),
+        (a, b) => a.or(b).copied(),
+    }
+}
+
+/// A set of TSNs kept sorted in a ring: TSNs are sent in order, so an
+/// insertion lands at the back, and acknowledgements take them mostly from
+/// the front; cheaper per chunk than a B-tree for the few hundred a sender
+/// has outstanding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TsnSet(VecDeque<u32>);
+
+impl TsnSet {
+    fn insert(&mut self, tsn: u32) -> bool {
+        if self.0.back().is_none_or(|&b| b < tsn) {
+            self.0.push_back(tsn);
+            return true;
+        }
+        match self.0.binary_search(&tsn) {
+            Ok(_) => false,
+            Err(i) => {
+                self.0.insert(i, tsn);
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, tsn: &u32) -> bool {
+        if self.0.front() == Some(tsn) {
+            self.0.pop_front();
+            return true;
+        }
+        match self.0.binary_search(tsn) {
+            Ok(i) => {
+                self.0.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn first(&self) -> Option<&u32> {
+        self.0.front()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &u32> + '_ {
+        self.0.iter()
+    }
+
+    /// The TSNs below `end`, lowest first.
+    fn range(&self, end: std::ops::RangeTo<u32>) -> impl Iterator<Item = &u32> + '_ {
+        self.0.iter().take_while(move |&&t| t < end.end)
+    }
+}
+
+/// Index of a chunk's class in `Sender::outstanding`: 0 for a first
+/// transmission, 1 for a retransmission.
+fn rec_class(rec: &TsnRec) -> usize {
+    usize::from(rec.tx_count > 1)
 }
 
 #[cfg(test)]
@@ -1141,6 +1481,50 @@ mod tests {
         // Acknowledging the fast path's first chunks sends TSN 12 on.
         s.on_sack(ms(20), &sack(2, &[], 1 << 20));
         assert_eq!(s.next_data(ms(20)).map(|t| (t.tsn, t.dest)), Some((12, 0)));
+    }
+
+    #[test]
+    fn no_rtt_sample_from_a_chunk_sent_before_a_lower_tsn_was_retransmitted() {
+        // RFC 4960 section 6.3.1 C5, implementation note: TSN 8
+        // (destination 1) was sent before TSN 1 was retransmitted; the
+        // SACK that acks it may have waited for the hole (a receiver
+        // reports at most MAX_GAP_BLOCKS blocks, the lowest first), so it
+        // measures no round trip of destination 1.
+        let mut s = variant_sender(Variant::Smt);
+        s.dests[0].srtt = Some(SimDuration::from_millis(400));
+        s.dests[1].srtt = Some(SimDuration::from_millis(20));
+        drain(&mut s, SimTime::ZERO);
+        for gaps in [&[(2, 2)][..], &[(2, 2), (4, 4)], &[(2, 2), (4, 4), (6, 6)]] {
+            s.on_sack(ms(10), &sack(0, gaps, 1 << 20));
+        }
+        let rtx = s.next_data(ms(10)).expect("the fast retransmission");
+        assert_eq!((rtx.tsn, rtx.retransmission), (1, true));
+        let before = s.dests[1].srtt;
+        s.on_sack(ms(900), &sack(0, &[(2, 2), (4, 4), (6, 6), (8, 8)], 1 << 20));
+        assert_eq!(s.dests[1].srtt, before, "a sample spanning the retransmission of TSN 1");
+        // A chunk first sent after the retransmission measures again.
+        let next = drain(&mut s, ms(900));
+        let tsn = next.iter().find(|t| !t.retransmission && t.dest == 1).expect("new data on 1").tsn;
+        s.on_sack(ms(1000), &sack(0, &[(2, 2), (4, 4), (6, 6), (8, 8), (tsn as u16, tsn as u16)], 1 << 20));
+        assert_ne!(s.dests[1].srtt, before, "a chunk sent after the retransmission");
+    }
+
+    #[test]
+    fn a_sack_walks_only_the_tsns_its_gap_blocks_add() {
+        let mut s = sender(2, true);
+        s.dests[0].cwnd_bytes = 200 * 1500;
+        s.dests[1].cwnd_bytes = 200 * 1500;
+        drain(&mut s, SimTime::ZERO);
+        // TSN 1 is missing; 2..=101 arrive one by one, each SACK repeating
+        // the block before it: 100 TSNs walked in all, not 5050.
+        for e in 2..=101u16 {
+            s.on_sack(ms(10), &sack(0, &[(2, e)], 1 << 20));
+        }
+        assert_eq!(s.gap_tsns_walked, 100);
+        assert_eq!(s.outstanding_bytes(), (s.next_tsn - 1 - 100) as u64 * 1452);
+        // A second hole splits the block: only the new TSNs are walked.
+        s.on_sack(ms(20), &sack(0, &[(2, 101), (103, 110)], 1 << 20));
+        assert_eq!(s.gap_tsns_walked, 108);
     }
 
     fn sack(cum_tsn: u32, gaps: &[(u16, u16)], a_rwnd_bytes: u32) -> SackChunk {

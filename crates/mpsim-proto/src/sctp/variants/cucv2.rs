@@ -42,7 +42,7 @@ pub enum CucVersion {
 }
 
 /// The pseudo-cumack trackers of every destination.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PseudoCumacks {
     pcum: Vec<Option<Tsn>>,
     rtx_pcum: Vec<Option<Tsn>>,
@@ -62,6 +62,29 @@ impl PseudoCumacks {
         p
     }
 
+    /// Trackers for `n_dests` destinations with nothing outstanding; the
+    /// association fills them with `set` from the outstanding TSNs it keeps
+    /// indexed, instead of listing every outstanding TSN on each SACK.
+    pub fn new(n_dests: usize) -> Self {
+        PseudoCumacks { pcum: vec![None; n_dests], rtx_pcum: vec![None; n_dests] }
+    }
+
+    /// Destination `d`'s lowest outstanding first transmission and lowest
+    /// outstanding retransmission.
+    pub fn set(&mut self, d: DestIdx, pcum: Option<Tsn>, rtx_pcum: Option<Tsn>) {
+        self.pcum[d] = pcum;
+        self.rtx_pcum[d] = rtx_pcum;
+    }
+
+    /// Acknowledging `t` (with its current destination) is a new
+    /// pseudo-cumack for `t.dest`.
+    pub fn is_new_pseudo_cumack(&self, t: TsnDest, version: CucVersion) -> bool {
+        let first = self.pcum(t.dest) == Some(t.tsn);
+        // CUCv2: acking the oldest retransmission also counts.
+        let rtx = version == CucVersion::V2 && self.rtx_pcum(t.dest) == Some(t.tsn);
+        first || rtx
+    }
+
     /// Lowest outstanding first transmission on `d`.
     pub fn pcum(&self, d: DestIdx) -> Option<Tsn> {
         self.pcum.get(d).copied().flatten()
@@ -77,10 +100,7 @@ impl PseudoCumacks {
     pub fn new_pseudo_cumacks(&self, newly_acked: &[TsnDest], version: CucVersion) -> Vec<bool> {
         let mut got = vec![false; self.pcum.len()];
         for t in newly_acked {
-            let first = self.pcum(t.dest) == Some(t.tsn);
-            // CUCv2: acking the oldest retransmission also counts.
-            let rtx = version == CucVersion::V2 && self.rtx_pcum(t.dest) == Some(t.tsn);
-            if first || rtx {
+            if self.is_new_pseudo_cumack(*t, version) {
                 got[t.dest] = true;
             }
         }

@@ -92,6 +92,24 @@ impl Iopd {
         self.research_low(outstanding_after);
     }
 
+    /// As `on_sack`, with each destination's lowest outstanding TSN given
+    /// by `low` (the association keeps its outstanding TSNs indexed).
+    pub fn on_sack_with_lows(&mut self, newly_acked: &[TsnDest], low: impl Fn(DestIdx) -> Option<Tsn>) {
+        for t in newly_acked {
+            let p = &mut self.dests[t.dest];
+            p.hacked = opt_tsn_max(p.hacked, t.tsn);
+        }
+        self.set_lows(low);
+    }
+
+    /// As `research_low`, with each destination's lowest outstanding TSN
+    /// given by `low`.
+    pub fn set_lows(&mut self, low: impl Fn(DestIdx) -> Option<Tsn>) {
+        for (d, p) in self.dests.iter_mut().enumerate() {
+            p.low = low(d);
+        }
+    }
+
     /// Recomputes every `low` from the outstanding TSNs (after a SACK, or
     /// after a TSN was re-assigned to another destination).
     pub fn research_low(&mut self, outstanding: &[OutstandingTsn]) {

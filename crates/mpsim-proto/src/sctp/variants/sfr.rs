@@ -39,7 +39,7 @@ pub enum MissingRule {
 }
 
 /// What one SACK acknowledged, summarised per destination.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SackEvidence {
     saw_newack: Vec<bool>,
     highest_newack_for: Vec<Option<Tsn>>,
@@ -53,13 +53,23 @@ impl SackEvidence {
     /// first time (by the cumulative ack or a gap block), each with the
     /// destination it was last sent to. Destinations are `0..n_dests`.
     pub fn new(n_dests: usize, newly_acked: &[TsnDest]) -> Self {
-        let mut ev = SackEvidence {
-            saw_newack: vec![false; n_dests],
-            highest_newack_for: vec![None; n_dests],
-            highest_acked_for: vec![None; n_dests],
-            highest_newack: None,
-            lowest_newack: None,
-        };
+        let mut ev = SackEvidence::default();
+        ev.refill(n_dests, newly_acked);
+        ev
+    }
+
+    /// As `new`, reusing this evidence's buffers (the association builds
+    /// one per SACK).
+    pub fn refill(&mut self, n_dests: usize, newly_acked: &[TsnDest]) {
+        let ev = self;
+        ev.saw_newack.clear();
+        ev.saw_newack.resize(n_dests, false);
+        ev.highest_newack_for.clear();
+        ev.highest_newack_for.resize(n_dests, None);
+        ev.highest_acked_for.clear();
+        ev.highest_acked_for.resize(n_dests, None);
+        ev.highest_newack = None;
+        ev.lowest_newack = None;
         for t in newly_acked {
             // Iyengar et al. 2006: saw_newack and the per-destination
             // highest TSN newly acked.
@@ -69,7 +79,6 @@ impl SackEvidence {
             ev.highest_newack = opt_tsn_max(ev.highest_newack, t.tsn);
             ev.lowest_newack = opt_tsn_min(ev.lowest_newack, t.tsn);
         }
-        ev
     }
 
     /// Adds the TSNs this SACK's gap blocks cover that were acknowledged by

@@ -414,13 +414,11 @@ def claims_fig7(util: Mapping[str, pd.DataFrame]) -> list[Claim]:
     why_smt = (
         "SMT's gain comes from resending the slow path's delayed chunks at their third missing report on the "
         "'fast link' (MCC), which frees the receive buffer sooner; each resent chunk also crosses its own path, "
-        "so every duplicate is capacity lost. Where SMT falls behind (the CBR and scalability scenarios, and "
-        "bimodally across seeds), the fastest path is the wrong one: the engine's MCC takes the destination with "
-        "the smallest smoothed RTT, and the slow path's estimate is stale (taken early, before its queue built "
-        "up; its later chunks are mostly resent elsewhere, and Karn's rule, RFC 4960 section 6.3.1, gives no "
-        "sample from them), so in the slow seeds the slowest path holds the smallest srtt for the whole run and "
-        "the repairs go to it (docs/reproductions/khan2016.md, 'Why SMT falls behind'). The paper's ns-2 "
-        "scenarios name the fast link; ours has to measure it."
+        "so every duplicate is capacity lost. In the scalability scenarios (0.2/0.4/0.6 Mbit/s) SMT ends level "
+        "with CMT: the paths' rates are closer there, and the resent chunks cost about what their earlier "
+        "delivery saves (not investigated further). The engine's MCC takes the destination with the smallest "
+        "smoothed RTT as the 'fast link', where the paper's ns-2 scenarios name it; an earlier form of the model "
+        "let that estimate go stale (docs/cmt.md, 'RTT samples and the fastest path')."
     )
     return [
         Claim(
@@ -601,9 +599,7 @@ def claims_scalability(util: Mapping[str, pd.DataFrame]) -> list[Claim]:
             all(clearly_above(-d) for d in diffs.values()),
             "Agrees when each scalability scenario's SMT utilization is below its simple counterpart's (95 % "
             "interval of the per-seed difference below zero). The paths differ (0.2/0.4/0.6 against 0.2/1 "
-            "Mbit/s), so the comparison mixes the number of paths with their rates, as the paper's does. With CBR "
-            "the simple scenario is already in SMT's bad mode in some seeds (the slow path's stale RTT, see "
-            "fig7-smt-highest-everywhere), so the third path adds no clear further loss there.",
+            "Mbit/s), so the comparison mixes the number of paths with their rates, as the paper's does.",
         ),
     ]
 

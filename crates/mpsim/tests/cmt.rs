@@ -207,7 +207,7 @@ fn a_flow_restricted_to_one_interface_uses_the_path_through_it() {
     let size = 300_000u64;
     let mut flow = cmt_flow(Some(size), 64_000);
     flow["client_interfaces"] = json!(["b"]);
-    let mut spec = two_homed([1_000_000, 1_000_000], 10.0, flow, 60);
+    let spec = two_homed([1_000_000, 1_000_000], 10.0, flow, 60);
     let (_, s) = run(&spec).expect("spec builds");
     let f = &s["flows"]["f"];
     assert_eq!(f["bytes_delivered"].as_u64(), Some(size), "{f:#}");

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 import mpsim
-from mpsim import _core
 from mpsim.errors import ScenarioError
 from mpsim.scenario import load_scenario
 from mpsim.vocabulary import VOCABULARY, names
@@ -31,8 +30,13 @@ def test_an_unknown_scheduler_is_refused_with_the_engines_list() -> None:
         assert name in str(err.value)
 
 
+def test_the_front_ends_file_is_what_the_engine_reports() -> None:
+    core = pytest.importorskip("mpsim._core")
+    assert VOCABULARY == __import__("json").loads(core.vocabulary_json())
+
+
 def test_cc_names_defaults_and_parameter_bounds_come_from_the_engine() -> None:
-    fresh = __import__("json").loads(_core.vocabulary_json())
+    fresh = VOCABULARY
     from mpsim import scenario
 
     assert scenario.CC_BY_TRANSPORT["mptcp"] == tuple(fresh["cc_by_transport"]["mptcp"])

@@ -1,7 +1,9 @@
 //! The names and defaults a scenario may use, gathered from the modules
 //! that parse them, for the front end: it validates scenarios (with the
 //! file, line and key of a mistake) against these lists instead of keeping
-//! its own copies.
+//! its own copies. The front end must validate without the compiled
+//! engine, so it reads them from python/mpsim/vocabulary.json, which is
+//! written from [`vocabulary`] and checked against it by a test here.
 
 use crate::spec::TransportSpec;
 use mpsim_proto::mptcp::{DEFAULT_MAX_ADD_ADDR_ACCEPTED, DEFAULT_MAX_SUBFLOWS, DEFAULT_NDIFFPORTS_SUBFLOWS, MAX_SUBFLOWS};
@@ -54,6 +56,14 @@ pub const FORWARDING: &[&str] = &["shortest", "ecmp"];
 pub const SMOS_SCHEDULES: &[(&str, bool)] = &[("online", false), ("trunk", true)];
 /// `cc_mode` of a flow; the first is the default.
 pub const CC_MODES: &[&str] = &["reference", "linux"];
+
+/// The file the front end reads, relative to this crate.
+pub const FRONT_END_FILE: &str = "../../python/mpsim/vocabulary.json";
+
+/// The vocabulary as the front end's file holds it.
+pub fn vocabulary_file_text() -> String {
+    serde_json::to_string_pretty(&vocabulary()).unwrap_or_default() + "\n"
+}
 
 /// The vocabulary as one JSON object (the binding hands it to Python).
 pub fn vocabulary() -> Value {
@@ -142,6 +152,23 @@ mod tests {
         }
         assert!(!names_a_variant::<QdiscSpec>(json!({"kind": "pie"})));
         assert!(!names_a_variant::<AppSpec>(json!({"kind": "voip"})));
+    }
+
+    /// The front end's copy is this vocabulary; `MPSIM_WRITE_VOCABULARY=1
+    /// cargo test -p mpsim --lib vocabulary` rewrites it after a change.
+    #[test]
+    fn the_front_ends_file_is_this_vocabulary() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(FRONT_END_FILE);
+        let text = vocabulary_file_text();
+        if std::env::var_os("MPSIM_WRITE_VOCABULARY").is_some() {
+            std::fs::write(&path, &text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+        let found = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            found == text,
+            "{} differs from the engine's vocabulary: run MPSIM_WRITE_VOCABULARY=1 cargo test -p mpsim --lib vocabulary",
+            path.display()
+        );
     }
 
     #[test]

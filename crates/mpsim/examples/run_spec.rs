@@ -21,6 +21,10 @@ fn main() {
         }
     };
     sim.run_until(mpsim::SimTime(u64::MAX));
-    let s = sim.summary();
-    println!("{}", serde_json::to_string_pretty(&s).unwrap_or_default());
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    if let Err(e) = sim.write_summary(out, true) {
+        eprintln!("writing the summary: {e}");
+        std::process::exit(1);
+    }
+    println!();
 }

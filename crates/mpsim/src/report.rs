@@ -10,7 +10,7 @@ use mpsim_net::NodeKind;
 use mpsim_proto::apps::Side;
 use mpsim_proto::transport::{FastRtxCounters, PathView};
 use mpsim_proto::AppEvent;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// One column of a trace table.
 #[derive(Debug, Clone, PartialEq)]
@@ -504,66 +504,67 @@ impl Simulation {
 
     /// The run summary (docs/scenario-reference.md), without `mpsim_version`.
     pub fn summary(&self) -> Value {
-        self.summary_with(true)
+        // Numbers, strings and maps always convert to a Value.
+        serde_json::to_value(SummaryOut { sim: self, with_requests: true }).unwrap_or_default()
     }
 
     /// The run summary as JSON text, the same as `summary().to_string()`,
     /// or with every flow's `requests` empty (`with_requests` false: the
-    /// caller takes them from the requests table). The requests and the
-    /// subflow rows are written straight from their records: as a tree of
-    /// JSON values they cost some 500 and 1,200 bytes each, and a run of
-    /// short flows has one request per connection and up to one row per
-    /// port block.
+    /// caller takes them from the requests table). Written straight from
+    /// the records, one flow and one link at a time: as a tree of JSON
+    /// values the summary of a datacenter run (8,192 flows of 8 subflows,
+    /// 24,576 links) took some 140 MB, and a run of short flows has one
+    /// request per connection and up to one row per port block.
     pub fn summary_json(&self, with_requests: bool) -> String {
-        let summary = self.summary_with(false);
-        let out = SummaryOut { sim: self, summary: &summary, with_requests };
-        // Serializing values and plain numbers into a String cannot fail.
-        serde_json::to_string(&out).unwrap_or_default()
+        // Serializing numbers, strings and maps into a String cannot fail.
+        serde_json::to_string(&SummaryOut { sim: self, with_requests }).unwrap_or_default()
     }
 
-    /// The summary; with `lists` false each flow's `subflows` and
-    /// `requests` are left empty.
-    fn summary_with(&self, lists: bool) -> Value {
-        let mut flows = Map::new();
-        for (i, _) in self.flows.iter().enumerate() {
-            let f = &self.flows[i];
-            flows.insert(f.spec.name.clone(), self.flow_summary(i, lists));
+    /// The summary written to `out` (pretty-printed when `pretty`), as
+    /// `summary_json(true)` without holding the text.
+    pub fn write_summary<W: std::io::Write>(&self, out: W, pretty: bool) -> serde_json::Result<()> {
+        let s = SummaryOut { sim: self, with_requests: true };
+        if pretty {
+            serde_json::to_writer_pretty(out, &s)
+        } else {
+            serde_json::to_writer(out, &s)
         }
-        let mut links = Map::new();
+    }
+
+    /// Indices of the items named by `names` that the summary lists: a name
+    /// given twice keeps its first place and its last item, as a JSON
+    /// object built by insertion does.
+    fn listed(names: impl Iterator<Item = String>) -> Vec<usize> {
+        let mut slot: rustc_hash::FxHashMap<String, usize> = Default::default();
+        let mut order: Vec<usize> = Vec::new();
+        for (i, name) in names.enumerate() {
+            match slot.entry(name) {
+                std::collections::hash_map::Entry::Occupied(e) => order[*e.get()] = i,
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(order.len());
+                    order.push(i);
+                }
+            }
+        }
+        order
+    }
+
+    /// Link `l`'s summary: its two directions.
+    fn link_summary(&self, l: usize) -> Value {
         let dur_ps = self.now.as_ps().max(1) as f64;
-        for (l, link) in self.links.iter().enumerate() {
-            let dir = |d: usize| {
-                let s = &self.dirs[d].stats;
-                json!({
-                    "bytes": s.tx_bytes,
-                    "packets": s.tx_packets,
-                    "drops": s.queue_drops + s.loss_drops + s.down_drops,
-                    "queue_drops": s.queue_drops,
-                    "loss_drops": s.loss_drops,
-                    "ecn_marks": s.ecn_marks,
-                    "utilization": (s.busy_ps as f64 / dur_ps).min(1.0),
-                })
-            };
-            links.insert(link.name.clone(), json!({"a_to_b": dir(2 * l), "b_to_a": dir(2 * l + 1)}));
-        }
-        let mut summary = json!({
-            "format": 1,
-            "scenario": self.name,
-            "seed": self.seed,
-            "sim_time_s": self.now.as_secs_f64(),
-            "wall_time_s": self.wall_s,
-            "events": self.events,
-            "packet_hops": self.packet_hops,
-            "flows": flows,
-            "links": links,
-        });
-        if let Some(paths) = self.path_summary() {
-            summary["paths"] = paths;
-        }
-        if let Some(controller) = self.controller_summary() {
-            summary["controller"] = controller;
-        }
-        summary
+        let dir = |d: usize| {
+            let s = &self.dirs[d].stats;
+            json!({
+                "bytes": s.tx_bytes,
+                "packets": s.tx_packets,
+                "drops": s.queue_drops + s.loss_drops + s.down_drops,
+                "queue_drops": s.queue_drops,
+                "loss_drops": s.loss_drops,
+                "ecn_marks": s.ecn_marks,
+                "utilization": (s.busy_ps as f64 / dur_ps).min(1.0),
+            })
+        };
+        json!({"a_to_b": dir(2 * l), "b_to_a": dir(2 * l + 1)})
     }
 
     /// Flow `i`'s summary; with `with_lists` false its `subflows` and
@@ -623,11 +624,9 @@ impl Simulation {
     }
 }
 
-/// The summary being written: its value, but each flow's requests from the
-/// flow's records.
+/// The summary being written, from the simulation's records.
 struct SummaryOut<'a> {
     sim: &'a Simulation,
-    summary: &'a Value,
     with_requests: bool,
 }
 
@@ -697,39 +696,71 @@ fn serialize_object<S: serde::Serializer>(
 impl serde::Serialize for SummaryOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        serialize_object(serializer, self.summary, |map, k, v| {
-            if k == "flows" {
-                map.serialize_entry(k, &FlowsOut { sim: self.sim, flows: v, with_requests: self.with_requests })
-            } else {
-                map.serialize_entry(k, v)
-            }
-        })
+        let sim = self.sim;
+        let paths = sim.path_summary();
+        let controller = sim.controller_summary();
+        let mut map = serializer.serialize_map(Some(9 + paths.is_some() as usize + controller.is_some() as usize))?;
+        map.serialize_entry("format", &1)?;
+        map.serialize_entry("scenario", &sim.name)?;
+        map.serialize_entry("seed", &sim.seed)?;
+        map.serialize_entry("sim_time_s", &sim.now.as_secs_f64())?;
+        map.serialize_entry("wall_time_s", &sim.wall_s)?;
+        map.serialize_entry("events", &sim.events)?;
+        map.serialize_entry("packet_hops", &sim.packet_hops)?;
+        map.serialize_entry("flows", &FlowsOut { sim, with_requests: self.with_requests })?;
+        map.serialize_entry("links", &LinksOut(sim))?;
+        if let Some(p) = &paths {
+            map.serialize_entry("paths", p)?;
+        }
+        if let Some(c) = &controller {
+            map.serialize_entry("controller", c)?;
+        }
+        map.end()
     }
 }
 
-/// The summary's `flows` object.
+/// The summary's `flows` object, one flow's value built at a time.
 struct FlowsOut<'a> {
     sim: &'a Simulation,
-    flows: &'a Value,
     with_requests: bool,
 }
 
 impl serde::Serialize for FlowsOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let flows = &self.sim.flows;
-        serialize_object(serializer, self.flows, |map, name, summary| {
-            // A name given twice keeps its first place and its last flow, as Map::insert.
-            let requests = match flows.iter().rposition(|f| &f.spec.name == name) {
-                Some(i) if self.with_requests => &flows[i].requests[..],
-                _ => &[][..],
+        let sim = self.sim;
+        let listed = Simulation::listed(sim.flows.iter().map(|f| f.spec.name.clone()));
+        let mut map = serializer.serialize_map(Some(listed.len()))?;
+        for i in listed {
+            let f = &sim.flows[i];
+            let summary = sim.flow_summary(i, false);
+            let requests = if self.with_requests { &f.requests[..] } else { &[][..] };
+            let out = FlowOut {
+                summary: &summary,
+                requests,
+                rows: sim.flow_path_rows(i),
+                dur_s: sim.flow_duration_s(i),
+                is_mptcp: f.mptcp.is_some(),
             };
-            let (rows, dur_s, is_mptcp) = match flows.iter().rposition(|f| &f.spec.name == name) {
-                Some(i) => (self.sim.flow_path_rows(i), self.sim.flow_duration_s(i), flows[i].mptcp.is_some()),
-                None => (Vec::new(), 0.0, false),
-            };
-            map.serialize_entry(name, &FlowOut { summary, requests, rows, dur_s, is_mptcp })
-        })
+            map.serialize_entry(&f.spec.name, &out)?;
+        }
+        map.end()
+    }
+}
+
+/// The summary's `links` object, one link's value built at a time.
+struct LinksOut<'a>(&'a Simulation);
+
+impl serde::Serialize for LinksOut<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let sim = self.0;
+        let listed = Simulation::listed(sim.links.iter().map(|l| l.name.clone()));
+        let mut map = serializer.serialize_map(Some(listed.len()))?;
+        for l in listed {
+            map.serialize_entry(&sim.links[l].name, &sim.link_summary(l))?;
+        }
+        map.end()
     }
 }
 
@@ -774,5 +805,44 @@ impl serde::Serialize for RequestOut {
         map.serialize_entry("start_s", &start.as_secs_f64())?;
         map.serialize_entry("end_s", &end.as_secs_f64())?;
         map.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_given_twice_keeps_its_first_place_and_its_last_item() {
+        let names = ["b", "a", "b", "c", "a"].map(String::from);
+        assert_eq!(Simulation::listed(names.into_iter()), vec![2, 4, 3]);
+    }
+
+    #[test]
+    fn the_written_summary_is_the_summary_value() {
+        let dir = json!({"bandwidth_bps": 10_000_000u64, "delay_ps": 5_000_000_000u64, "queue": {"packets": 100},
+                         "loss": {"model": "none"}, "bandwidth_trace": null});
+        let link =
+            |name: &str, a: &str, b: &str| json!({"name": name, "a": a, "b": b, "a_to_b": dir, "b_to_a": dir, "events": []});
+        let flow = |name: &str, start_ps: u64| {
+            json!({"name": name, "transport": "tcp", "client": "client", "server": "server", "cc": "reno",
+                   "app": {"kind": "download", "size_bytes": 20_000}, "start_ps": start_ps, "mss_bytes": 1448, "rcvbuf_bytes": 1u64 << 20})
+        };
+        let spec = json!({"name": "written", "seed": 1, "duration_ps": 2_000_000_000_000u64, "sample_interval_ps": 0,
+            "mss_bytes": 1448, "header_bytes": 66,
+            "nodes": [{"name": "client", "kind": "host"}, {"name": "r", "kind": "router"}, {"name": "server", "kind": "host"}],
+            "links": [link("c", "client", "r"), link("s", "r", "server")],
+            "flows": [flow("x", 0), flow("y", 0), flow("x", 1_000_000_000)],
+            "record": {"interfaces": false, "subflows": false, "pcap": []}});
+        let mut sim = Simulation::from_json(&spec.to_string()).expect("spec builds");
+        sim.run_until(SimTime(u64::MAX));
+        let value = sim.summary();
+        let flows = value["flows"].as_object().expect("flows");
+        assert_eq!(flows.keys().collect::<Vec<_>>(), ["x", "y"], "{value}");
+        assert_eq!(flows["x"]["start_s"], json!(0.001), "the last flow named x");
+        assert_eq!(sim.summary_json(true), value.to_string());
+        let mut pretty = Vec::new();
+        sim.write_summary(&mut pretty, true).expect("writes to memory");
+        assert_eq!(String::from_utf8(pretty).expect("utf-8"), serde_json::to_string_pretty(&value).expect("prints"));
     }
 }

@@ -7,6 +7,7 @@ pub mod apps;
 pub mod buffers;
 pub mod mptcp;
 pub mod sctp;
+mod spare;
 pub mod tcp;
 pub mod transport;
 pub mod workload;

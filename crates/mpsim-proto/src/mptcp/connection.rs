@@ -870,6 +870,7 @@ impl Conn {
             while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
                 sub.outstanding.pop_front();
             }
+            crate::spare::release_spare(&mut sub.outstanding);
             if self.cfg.scheduler == super::SchedulerKind::Upstream {
                 self.expand_sndbuf(r);
             }

@@ -354,6 +354,7 @@ impl DataSender {
         while self.unacked.front().is_some_and(|s| s.dsn + s.len as u64 <= rel) {
             self.unacked.pop_front();
         }
+        crate::spare::release_spare(&mut self.unacked);
         if let Some(head) = self.unacked.front_mut() {
             if head.dsn < rel {
                 // Partly acknowledged: keep the rest.

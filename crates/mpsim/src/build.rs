@@ -427,6 +427,7 @@ impl Simulation {
             dss_checksum,
             opportunistic_retransmission,
             penalisation,
+            msk_sndbuf_auto: f.msk_sndbuf_auto,
         })
     }
 

@@ -73,6 +73,8 @@ pub(crate) struct MptcpFlow {
     pub dss_checksum: bool,
     pub opportunistic_retransmission: bool,
     pub penalisation: bool,
+    /// Linux's MPTCP socket send buffer (`MptcpConfig::msk_sndbuf_auto`).
+    pub msk_sndbuf_auto: bool,
 }
 
 /// One connection of a flow: the slots of its two endpoints while they
@@ -510,6 +512,7 @@ impl Simulation {
             opportunistic_retransmission: m.opportunistic_retransmission,
             penalisation: m.penalisation,
             sndbuf_bytes: f.spec.sndbuf_bytes,
+            msk_sndbuf_auto: m.msk_sndbuf_auto,
         }
     }
 

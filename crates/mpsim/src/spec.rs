@@ -508,6 +508,12 @@ pub struct FlowSpec {
     /// linux mode when no `rcvbuf` is given.
     #[serde(default)]
     pub rcvbuf_auto: bool,
+    /// mptcp, upstream scheduler, no `sndbuf_bytes`: Linux's autotuned
+    /// MPTCP socket send buffer bounds the data not yet DATA_ACKed
+    /// (`tcp_wmem[0]` plus the subflows' send buffers). Off by default:
+    /// docs/validation.md says why.
+    #[serde(default)]
+    pub msk_sndbuf_auto: bool,
     /// cmt: the multipath scheme (cmt | smt | smos); None: cmt.
     #[serde(default)]
     pub variant: Option<String>,

@@ -30,7 +30,11 @@ fn ten_and_a_tenth(rcvbuf_bytes: Option<u64>) -> Value {
 
 /// Completion time of the 5 MB, seconds, and the bytes the slow path carried.
 fn completion_s(rcvbuf_bytes: Option<u64>) -> (f64, u64) {
-    let (_, s) = run(&ten_and_a_tenth(rcvbuf_bytes)).expect("spec builds");
+    completion_of(&ten_and_a_tenth(rcvbuf_bytes))
+}
+
+fn completion_of(spec: &Value) -> (f64, u64) {
+    let (_, s) = run(spec).expect("spec builds");
     let f = &s["flows"]["mp"];
     assert_eq!(f["bytes_delivered"].as_u64(), Some(5_000_000), "{f}");
     let slow = f["subflows"][1]["bytes_delivered"].as_u64().or_else(|| f["subflows"][1]["rx_bytes"].as_u64()).unwrap_or(0);
@@ -55,4 +59,21 @@ fn autotuned_buffers_finish_5_mb_over_10_and_0_1_mbps_where_a_small_fixed_one_st
     assert!(auto_s < fixed_s / 4.0, "autotuned {auto_s} s, 256 KB fixed {fixed_s} s");
     // Within the 15 % the comparison allows MPTCP short flows.
     assert!(auto_s < 1.15 * 5.85, "autotuned {auto_s} s (Linux 5.85)");
+}
+
+/// Linux bounds the data not yet DATA_ACKed by the MPTCP socket's send
+/// buffer, `tcp_wmem[0]` plus the subflows' (`__mptcp_sync_sndbuf`), and
+/// still takes 5.85 s. With that buffer (`msk_sndbuf_auto`) the model
+/// takes 18.5 s: its slow subflow holds 216 KB, sent in about ten separate
+/// runs of the data sequence, each a hole behind which the buffer stops
+/// the fast subflow until the MPTCP timer resends the fragment holding it
+/// (docs/validation.md, "A failure on the client side").
+#[test]
+#[ignore = "MPTCP model: the slow subflow's share is not Linux's; with the MPTCP socket's send buffer the transfer stalls (docs/validation.md)"]
+fn with_the_mptcp_socket_send_buffer_5_mb_over_10_and_0_1_mbps_take_as_long_as_on_linux() {
+    let mut spec = ten_and_a_tenth(None);
+    spec["flows"][0]["msk_sndbuf_auto"] = json!(true);
+    let (t_s, slow) = completion_of(&spec);
+    eprintln!("MPTCP socket send buffer: {t_s:.2} s ({slow} B on the slow path)");
+    assert!(t_s < 1.15 * 5.85, "{t_s} s (Linux 5.85)");
 }

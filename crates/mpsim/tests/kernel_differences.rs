@@ -87,17 +87,18 @@ fn client_rx_bps(sim: &mpsim::Simulation, iface: &str) -> Vec<(f64, f64)> {
 /// when a goes stale, after more than four intervals. In the captures b
 /// carries nothing from 5.55 to 5.9 s and little until 6.6 s; ten runs
 /// give b 7.5-8.7 Mbit/s over the outage (8.0 on average) against 10.0
-/// before. The model bounds new data only by the receiver's window and
-/// each subflow's buffer, so b never idles and stays at 10.0 Mbit/s. With
-/// the MPTCP socket's buffer modelled (`__mptcp_sync_sndbuf`) b idles, but
-/// later and shorter than Linux's (9.46 Mbit/s, one idle sample), and the
-/// 10/0.1 Mbit/s transfers collapse, as the model hands the slow subflow
-/// more data than Linux (docs/validation.md): not enabled.
+/// before. By default the model bounds new data only by the receiver's
+/// window and each subflow's buffer, so b never idles and stays at 10.0
+/// Mbit/s. With the MPTCP socket's buffer (`msk_sndbuf_auto`, which this
+/// test sets) b idles, but later and shorter than Linux's (9.46 Mbit/s,
+/// one idle sample); the engine leaves it off, as it makes the 10/0.1
+/// Mbit/s transfers collapse (`buffers.rs`, docs/validation.md).
 #[test]
-#[ignore = "MPTCP model: no connection-level send buffer; a's lost data does not hold back new data on b (docs/validation.md)"]
+#[ignore = "MPTCP model: with the MPTCP socket's send buffer, b idles later and shorter than Linux's (docs/validation.md)"]
 fn after_a_client_side_failure_the_full_mptcp_send_buffer_idles_the_surviving_path() {
     let down = json!([{"at_ps": 5 * PS_PER_S, "up": false}, {"at_ps": 10 * PS_PER_S, "up": true}]);
-    let spec = comparison(10, 10_000_000, json!({"kind": "download", "size_bytes": null}), false, down, 12);
+    let mut spec = comparison(10, 10_000_000, json!({"kind": "download", "size_bytes": null}), false, down, 12);
+    spec["flows"][0]["msk_sndbuf_auto"] = json!(true);
     let (sim, _) = run(&spec).expect("spec builds");
     let b = client_rx_bps(&sim, "b");
     let during: Vec<f64> = b.iter().filter(|&&(t, _)| t > 5.0 && t <= 10.0).map(|&(_, r)| r).collect();

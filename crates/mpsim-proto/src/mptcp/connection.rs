@@ -957,6 +957,7 @@ impl Conn {
         self.cc[r].can_send = false;
         self.ctrl.on_subflow_removed(&self.cc, r);
         self.reinject_from(r);
+        self.sync_msk_sndbuf();
     }
 
     /// Queues for another subflow the data still outstanding on subflow

@@ -171,6 +171,13 @@ pub struct MptcpConfig {
     /// Connection-level send buffer: written data stays in it until
     /// DATA_ACKed, and new data enters only while it has room. None: unlimited.
     pub sndbuf_bytes: Option<u64>,
+    /// Upstream scheduler without `sndbuf_bytes`: bound the data not yet
+    /// DATA_ACKed by Linux's autotuned MPTCP socket send buffer,
+    /// `tcp_wmem[0]` plus the subflows' send buffers
+    /// (`__mptcp_sync_sndbuf`). Off in the engine: with the model's share
+    /// of data on a much slower subflow it stalls transfers Linux does not
+    /// (docs/validation.md, "A failure on the client side").
+    pub msk_sndbuf_auto: bool,
     /// Ask for DSS checksums (MP_CAPABLE flag A, spec 2); both ends use
     /// them if either asks (RFC 8684 3.1).
     pub dss_checksum: bool,

@@ -135,6 +135,24 @@ impl Conn {
         let grown = buffers::sndbuf_expand_bytes(mss, cwnd, buffers::TCP_REORDERING_PKTS);
         let s = &mut self.subs[r];
         s.sndbuf_bytes = s.sndbuf_bytes.max(grown);
+        self.sync_msk_sndbuf();
+    }
+
+    /// Linux's MPTCP socket send buffer (`msk_sndbuf_auto`, upstream
+    /// scheduler, no fixed `sndbuf`): `tcp_wmem[0]` plus every subflow's `sk_sndbuf`
+    /// (`__mptcp_sync_sndbuf`, net/mptcp/protocol.h), a stalled subflow's
+    /// too; a closed one has left the list. `mptcp_sendmsg` copies data in
+    /// only while the socket's memory, the data not DATA_ACKed, is below it
+    /// (`mptcp_send_limit`), so new data goes no further than that past
+    /// the DATA_ACK.
+    pub(super) fn sync_msk_sndbuf(&mut self) {
+        let modelled =
+            self.cfg.msk_sndbuf_auto && self.cfg.scheduler == super::SchedulerKind::Upstream && self.cfg.sndbuf_bytes.is_none();
+        if !modelled {
+            return;
+        }
+        let subflows_bytes: u64 = self.subs.iter().filter(|s| !s.gone).map(|s| s.sndbuf_bytes).sum();
+        self.tx.set_msk_sndbuf(Some(buffers::TCP_WMEM_BYTES[0] + subflows_bytes));
     }
 
     /// `tcp_new_space` on an ACK that freed data: the buffer grows with the
@@ -396,6 +414,35 @@ mod tests {
             let handed = handed_at(cwnd, Some(20_000));
             assert_eq!(handed, 13 * SEG, "cwnd {cwnd}");
         }
+    }
+
+    #[test]
+    fn the_mptcp_send_buffer_is_tcp_wmem_0_and_the_subflows_buffers() {
+        // `__mptcp_sync_sndbuf`: 4096 + the one subflow's 87,040 at cwnd 10,
+        // then 731,136 once its window of 84 segments has room.
+        let (mut c, _) = established(SchedulerKind::Upstream, None);
+        let window_end = c.conn.tx.send_limit();
+        c.conn.cfg.msk_sndbuf_auto = true;
+        c.conn.cc[0].cwnd_pkts = 10.0;
+        c.conn.expand_sndbuf(0);
+        let una = c.conn.tx.una();
+        assert_eq!(c.conn.tx.send_limit(), window_end.min(una + 4096 + 87_040));
+        c.conn.cc[0].cwnd_pkts = 84.0;
+        c.conn.expand_sndbuf(0);
+        assert_eq!(c.conn.tx.send_limit(), window_end.min(una + 4096 + 731_136));
+        // A closed subflow has left the list: only tcp_wmem[0] remains.
+        c.conn.subflow_gone(0);
+        assert_eq!(c.conn.tx.send_limit(), window_end.min(una + 4096));
+    }
+
+    #[test]
+    fn a_fixed_send_buffer_overrides_the_mptcp_sockets_own() {
+        let (mut c, _) = established(SchedulerKind::Upstream, Some(20_000));
+        let window_end = c.conn.tx.send_limit();
+        c.conn.cfg.msk_sndbuf_auto = true;
+        c.conn.cc[0].cwnd_pkts = 84.0;
+        c.conn.expand_sndbuf(0);
+        assert_eq!(c.conn.tx.send_limit(), window_end);
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub(super) fn config(addr: Addr, seed: u64) -> MptcpConfig {
         seed,
         add_addr_timeout: DEFAULT_ADD_ADDR_TIMEOUT,
         sndbuf_bytes: None,
+        msk_sndbuf_auto: false,
         dss_checksum: false,
         opportunistic_retransmission: true,
         penalisation: true,

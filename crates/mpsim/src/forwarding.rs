@@ -104,6 +104,7 @@ fn flow_key(p: &Packet) -> FlowKey {
 impl Simulation {
     /// A switch or router sends `pid` on towards its destination, or drops
     /// it when it has no route.
+    #[inline]
     pub(crate) fn forward(&mut self, node: NodeId, pid: PacketId) {
         let p = self.pool.get(pid);
         let pinned = if self.forwarding.pins.is_some() { self.pinned_dir(node, &flow_key(p)) } else { None };

@@ -364,6 +364,9 @@ pub struct Conn {
     pub(super) scratch_ranges: Vec<(u64, u64)>,
     /// Reused buffer of the scheduler's ranking.
     pub(super) ranked: Vec<(u64, usize, u64)>,
+    /// The connection-level window every subflow was last told to
+    /// advertise; None while a subflow was added since.
+    pub(super) advertised_wnd_bytes: Option<u64>,
     /// Upstream: the MPTCP timer's interval as the scheduler last set it
     /// (`msk->timer_ival`).
     pub(super) upstream_timer_ival: SimDuration,
@@ -413,6 +416,7 @@ impl Conn {
             checksums: false,
             scratch_ranges: Vec::new(),
             ranked: Vec::new(),
+            advertised_wnd_bytes: None,
             upstream_timer_ival: super::paths::UPSTREAM_TIMER_MIN,
             stats: MptcpStats::default(),
         })
@@ -479,6 +483,7 @@ impl Conn {
             self.ctrl.on_subflow_added(r);
         }
         self.subs.push(sub);
+        self.advertised_wnd_bytes = None;
         r
     }
 

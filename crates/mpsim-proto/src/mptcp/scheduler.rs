@@ -146,10 +146,13 @@ impl Scheduler {
             }
             let room = paths.full_segments_with_room(r);
             if room > 0 {
-                out.push((paths.srtt_ps(r), r, room));
+                // Sorted as it grows, by SRTT then index (indices come in
+                // ascending order): rarely more than two have room.
+                let srtt_ps = paths.srtt_ps(r);
+                let at = out.partition_point(|&(s, _, _)| s <= srtt_ps);
+                out.insert(at, (srtt_ps, r, room));
             }
         }
-        out.sort_unstable();
     }
 
     /// Out-of-tree Linux `roundrobin` (spec 11.2; one segment per turn,
@@ -428,6 +431,15 @@ mod tests {
         Scheduler::rank_lowest_rtt(&paths, &mut ranked);
         let order: Vec<(usize, u64)> = ranked.iter().map(|&(_, r, room)| (r, room)).collect();
         assert_eq!(order, vec![(2, 2), (0, 3)]);
+    }
+
+    #[test]
+    fn default_ranks_equal_rtts_in_list_order() {
+        let paths = vec![path(30, 1), path(10, 4), path(30, 2), path(10, 3), path(20, 5)];
+        let mut ranked = vec![(0, 9, 9)]; // a previous round's ranking is dropped
+        Scheduler::rank_lowest_rtt(&paths, &mut ranked);
+        let order: Vec<usize> = ranked.iter().map(|&(_, r, _)| r).collect();
+        assert_eq!(order, vec![1, 3, 4, 0, 2]);
     }
 
     #[test]

@@ -42,9 +42,13 @@ impl Conn {
             self.ack_data_fin(now);
         }
         let wnd = self.rx.window_bytes();
+        // The window changes only as out-of-order data comes and goes.
+        let new_wnd = self.advertised_wnd_bytes.replace(wnd) != Some(wnd);
         for r in 0..self.subs.len() {
             let sub = &mut self.subs[r];
-            sub.sf.set_advertised_window(Some(wnd));
+            if new_wnd {
+                sub.sf.set_advertised_window(Some(wnd));
+            }
             // Only subflows that saw something can have something new to send.
             if !sub.gone && sub.take_dirty() && !self.nothing_due(r) {
                 self.drain_subflow(now, r);

@@ -171,6 +171,11 @@ impl Receiver {
     }
 
     fn range_containing(&self, seq: u64) -> Option<(u64, u64)> {
+        // Most changes extend the highest range: only it can hold a
+        // sequence at or above its start.
+        if let Some(&(s, e)) = self.ooo.back().filter(|&&(s, _)| s <= seq) {
+            return (e > seq).then_some((s, e));
+        }
         let i = self.ooo.partition_point(|&(s, _)| s <= seq);
         let &(s, e) = self.ooo.get(i.checked_sub(1)?)?;
         (e > seq).then_some((s, e))

@@ -300,7 +300,9 @@ impl Scoreboard {
                 from = from.max(e);
             }
         }
-        let mut i = self.index_of(from);
+        // A block applied whole before (an ACK repeats its older blocks)
+        // holds nothing new: no search for where it begins.
+        let mut i = if from >= end { self.segs.len() } else { self.index_of(from) };
         while i < self.segs.len() && self.segs[i].end <= end {
             let s = self.segs[i];
             if s.start >= start && !s.sacked {

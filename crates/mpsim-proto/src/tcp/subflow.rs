@@ -99,6 +99,10 @@ pub struct Subflow {
     reo_at: Option<SimTime>,
     /// The tail loss probe timer (Linux ICSK_TIME_LOSS_PROBE).
     tlp_at: Option<SimTime>,
+    /// The earliest of the timers above, as `earliest_timer` gives it,
+    /// kept by every method that may move a timer: an MPTCP connection
+    /// asks each of its subflows after every activation.
+    deadline: Option<SimTime>,
     /// A probe goes out on the next poll, whatever the window.
     tlp_due: bool,
     /// SND.NXT after the outstanding probe (Linux `tlp_high_seq`), and
@@ -259,6 +263,7 @@ impl Subflow {
             rack_on,
             reo_at: None,
             tlp_at: None,
+            deadline: None,
             tlp_due: false,
             tlp_high_seq: None,
             tlp_retrans: false,
@@ -406,7 +411,9 @@ impl Subflow {
         if !self.state.is_synchronised() {
             return None;
         }
-        Some(self.segment(self.snd_nxt_seq(), 0, TcpFlags::ACK, now))
+        let p = self.segment(self.snd_nxt_seq(), 0, TcpFlags::ACK, now);
+        self.refresh_deadline();
+        Some(p)
     }
 
     /// SND.NXT, the sequence number a segment without data carries (RFC
@@ -452,6 +459,7 @@ impl Subflow {
         self.clear_rack_timers();
         self.ack_pending = false;
         self.syn_pending = false;
+        self.refresh_deadline();
         p
     }
 
@@ -488,7 +496,22 @@ impl Subflow {
 
     // ----- timers -----
 
+    #[inline(always)]
     pub fn poll_timeout(&self) -> Option<SimTime> {
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(self.deadline, self.earliest_timer(), "a method moved a timer without `refresh_deadline`");
+        }
+        self.deadline
+    }
+
+    /// After a method that may have moved a timer.
+    #[inline(always)]
+    fn refresh_deadline(&mut self) {
+        self.deadline = self.earliest_timer();
+    }
+
+    #[inline(always)]
+    fn earliest_timer(&self) -> Option<SimTime> {
         let t = earliest(earliest(self.rto_at, self.delack_at), self.time_wait_at);
         if self.rack_on {
             earliest(t, earliest(self.reo_at, self.tlp_at))
@@ -509,6 +532,11 @@ impl Subflow {
     }
 
     pub fn handle_timeout(&mut self, now: SimTime, cc: &mut CcCtx) {
+        self.fire_timers(now, cc);
+        self.refresh_deadline();
+    }
+
+    fn fire_timers(&mut self, now: SimTime, cc: &mut CcCtx) {
         if self.delack_at.is_some_and(|t| t <= now) {
             self.delack_at = None;
             self.ack_pending = true;
@@ -708,7 +736,13 @@ impl Subflow {
 
     // ----- incoming segments -----
 
+    #[inline(always)]
     pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cc: &mut CcCtx) {
+        self.input(now, pkt, cc);
+        self.refresh_deadline();
+    }
+
+    fn input(&mut self, now: SimTime, pkt: &Packet, cc: &mut CcCtx) {
         if pkt.flags.has(TcpFlags::RST) {
             // A reset in TIME_WAIT ends a connection that already completed
             // (Linux `tcp_timewait_state_process` with tcp_rfc1337 = 0).
@@ -853,7 +887,10 @@ impl Subflow {
                 }
             }
         }
-        self.on_ecn_echo(pkt, cc);
+        // Only an echo, or an ACK that may end CWR, has work to do.
+        if self.ecn.echoed(pkt) || cc.me().ca_state == CaState::Cwr {
+            self.on_ecn_echo(pkt, cc);
+        }
         if ack > self.snd_una {
             let ts_rtt = self.ts_rtt(now, pkt);
             self.on_new_ack(now, ack, sacked, delivered_before, ts_rtt, cc);
@@ -1288,9 +1325,14 @@ impl Subflow {
         if self.state == TcpState::Closed {
             return self.reset_reply.take();
         }
-        let tx = self.next_tx(now, cc)?;
+        let Some(tx) = self.next_tx(now, cc) else {
+            // A persist timer may have been armed.
+            self.refresh_deadline();
+            return None;
+        };
         let p = self.build(tx, now);
         self.after_build(tx, now, cc);
+        self.refresh_deadline();
         Some(p)
     }
 
@@ -1301,9 +1343,14 @@ impl Subflow {
         if self.state == TcpState::Closed {
             return self.reset_reply.take().map(|p| out.push(p)).is_some();
         }
-        let Some(tx) = self.next_tx(now, cc) else { return false };
+        let Some(tx) = self.next_tx(now, cc) else {
+            // A persist timer may have been armed.
+            self.refresh_deadline();
+            return false;
+        };
         out.push(self.build(tx, now));
         self.after_build(tx, now, cc);
+        self.refresh_deadline();
         true
     }
 

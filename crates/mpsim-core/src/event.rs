@@ -32,7 +32,10 @@ const DIGITS: usize = 1 << DIGIT_BITS;
 const LEVELS: usize = (64 - SHIFT as usize).div_ceil(DIGIT_BITS as usize);
 
 /// Min-queue of events of type `E`. Events may not be scheduled before
-/// the time of the last event popped.
+/// the time of the last event popped, nor, once `peek_time` or a
+/// `pop_until` that declined has brought the earliest event to the front,
+/// before that event's time: the queue's radix is then set from it (the
+/// engine schedules only while handling an event, at or after its time).
 pub struct EventQueue<E> {
     /// The events in the unit of `last`, sorted by (time, scheduling
     /// order); `now[head]` is next.
@@ -103,7 +106,8 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
-    /// Schedules `event` at `time` (clamped to the last popped time).
+    /// Schedules `event` at `time` (clamped to the last popped time, or to
+    /// the front event's once it was settled: see the type's comment).
     #[inline(always)]
     pub fn push(&mut self, time: SimTime, event: E) {
         debug_assert!(time.0 >= self.last, "event scheduled in the past");

@@ -235,14 +235,7 @@ impl<E: Copy> EventQueue<E> {
 
     #[inline]
     pub fn pop(&mut self) -> Option<(SimTime, E)> {
-        if !self.settle() {
-            return None;
-        }
-        let (t, e) = self.now[self.head];
-        self.head += 1;
-        self.len -= 1;
-        self.last = t;
-        Some((SimTime(t), e))
+        self.pop_until(SimTime(u64::MAX))
     }
 
     pub fn len(&self) -> usize {
@@ -282,28 +275,39 @@ mod tests {
         assert_eq!(order, vec!['b', 'd', 'a', 'c']);
     }
 
+    /// The reference of the random workloads: a max-heap on reversed
+    /// (time, event), the events numbered in scheduling order.
+    type Reference = BinaryHeap<std::cmp::Reverse<(u64, u64)>>;
+
+    /// Schedules event `step` (steps rise) in both queues, mostly soon after `now`:
+    /// at `now` itself or within one of the three `spans_ps`.
+    fn push_random(
+        q: &mut EventQueue<u64>,
+        reference: &mut Reference,
+        rng: &mut crate::SimRng,
+        now: u64,
+        spans_ps: [u64; 3],
+        step: u64,
+    ) {
+        let dt = match rng.below(4) {
+            0 => 0,
+            k => rng.below(spans_ps[k as usize - 1]),
+        };
+        q.push(SimTime(now + dt), step);
+        reference.push(std::cmp::Reverse((now + dt, step)));
+    }
+
     #[test]
     fn matches_a_binary_heap_on_a_random_workload() {
-        // Reference: a max-heap on reversed (time, seq).
         let mut rng = crate::SimRng::new(9, 9);
         let mut q = EventQueue::new();
         let mut reference = BinaryHeap::new();
         let mut now = 0u64;
-        let mut seq = 0u64;
         for step in 0..200_000u64 {
             if rng.below(3) > 0 || reference.is_empty() {
-                // Mostly near-future events, some far, some at `now`.
-                let dt = match rng.below(4) {
-                    0 => 0,
-                    1 => rng.below(1_000),
-                    2 => rng.below(1_000_000_000),
-                    _ => rng.below(1 << 50),
-                };
-                q.push(SimTime(now + dt), step);
-                reference.push(std::cmp::Reverse((now + dt, seq, step)));
-                seq += 1;
+                push_random(&mut q, &mut reference, &mut rng, now, [1_000, 1_000_000_000, 1 << 50], step);
             } else {
-                let std::cmp::Reverse((t, _, e)) = reference.pop().expect("reference is non-empty");
+                let std::cmp::Reverse((t, e)) = reference.pop().expect("reference is non-empty");
                 assert_eq!(q.pop(), Some((SimTime(t), e)));
                 now = t;
             }
@@ -320,21 +324,12 @@ mod tests {
         let mut q = EventQueue::new();
         let mut reference = BinaryHeap::new();
         let mut now = 0u64;
-        let mut seq = 0u64;
         for step in 0..200_000u64 {
             if rng.below(2) > 0 || reference.is_empty() {
-                let dt = match rng.below(4) {
-                    0 => 0,
-                    1 => rng.below(10_000),
-                    2 => rng.below(10_000_000),
-                    _ => rng.below(1 << 40),
-                };
-                q.push(SimTime(now + dt), step);
-                reference.push(std::cmp::Reverse((now + dt, seq, step)));
-                seq += 1;
+                push_random(&mut q, &mut reference, &mut rng, now, [10_000, 10_000_000, 1 << 40], step);
             } else {
                 let limit = now + rng.below(20_000_000);
-                let std::cmp::Reverse((t, _, e)) = *reference.peek().expect("reference is non-empty");
+                let std::cmp::Reverse((t, e)) = *reference.peek().expect("reference is non-empty");
                 if t <= limit {
                     reference.pop();
                     assert_eq!(q.pop_until(SimTime(limit)), Some((SimTime(t), e)));

@@ -534,8 +534,8 @@ impl Simulation {
     /// Indices of the items named by `names` that the summary lists: a name
     /// given twice keeps its first place and its last item, as a JSON
     /// object built by insertion does.
-    fn listed(names: impl Iterator<Item = String>) -> Vec<usize> {
-        let mut slot: rustc_hash::FxHashMap<String, usize> = Default::default();
+    fn listed<'a>(names: impl Iterator<Item = &'a str>) -> Vec<usize> {
+        let mut slot: rustc_hash::FxHashMap<&str, usize> = Default::default();
         let mut order: Vec<usize> = Vec::new();
         for (i, name) in names.enumerate() {
             match slot.entry(name) {
@@ -729,7 +729,7 @@ impl serde::Serialize for FlowsOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let sim = self.sim;
-        let listed = Simulation::listed(sim.flows.iter().map(|f| f.spec.name.clone()));
+        let listed = Simulation::listed(sim.flows.iter().map(|f| f.spec.name.as_str()));
         let mut map = serializer.serialize_map(Some(listed.len()))?;
         for i in listed {
             let f = &sim.flows[i];
@@ -755,7 +755,7 @@ impl serde::Serialize for LinksOut<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let sim = self.0;
-        let listed = Simulation::listed(sim.links.iter().map(|l| l.name.clone()));
+        let listed = Simulation::listed(sim.links.iter().map(|l| l.name.as_str()));
         let mut map = serializer.serialize_map(Some(listed.len()))?;
         for l in listed {
             map.serialize_entry(&sim.links[l].name, &sim.link_summary(l))?;
@@ -814,8 +814,7 @@ mod tests {
 
     #[test]
     fn a_name_given_twice_keeps_its_first_place_and_its_last_item() {
-        let names = ["b", "a", "b", "c", "a"].map(String::from);
-        assert_eq!(Simulation::listed(names.into_iter()), vec![2, 4, 3]);
+        assert_eq!(Simulation::listed(["b", "a", "b", "c", "a"].into_iter()), vec![2, 4, 3]);
     }
 
     #[test]

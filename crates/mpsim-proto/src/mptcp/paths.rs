@@ -152,7 +152,8 @@ impl Conn {
             return;
         }
         let subflows_bytes: u64 = self.subs.iter().filter(|s| !s.gone).map(|s| s.sndbuf_bytes).sum();
-        self.tx.set_msk_sndbuf(Some(buffers::TCP_WMEM_BYTES[0] + subflows_bytes));
+        // Never a fixed `sndbuf`: `modelled` excludes it.
+        self.tx.set_sndbuf(buffers::TCP_WMEM_BYTES[0] + subflows_bytes);
     }
 
     /// `tcp_new_space` on an ACK that freed data: the buffer grows with the

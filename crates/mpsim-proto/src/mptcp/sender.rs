@@ -60,11 +60,9 @@ pub(super) struct DataSender {
     app_end: u64,
     /// Right edge of the peer's connection-level window.
     wnd_right: u64,
-    /// Connection-level send buffer (None: unlimited).
+    /// Connection-level send buffer (None: unlimited): a fixed `sndbuf`,
+    /// or Linux's autotuned MPTCP socket buffer (`Conn::sync_msk_sndbuf`).
     sndbuf_bytes: Option<u64>,
-    /// Linux mode's autotuned MPTCP socket send buffer (None: unlimited),
-    /// `Conn::sync_msk_sndbuf`.
-    msk_sndbuf_bytes: Option<u64>,
     unacked: VecDeque<MetaSeg>,
     /// DSNs of segments to send again on another subflow, in order.
     reinject: VecDeque<u64>,
@@ -84,7 +82,6 @@ impl DataSender {
             app_end: 1,
             wnd_right: 1 + initial_window_bytes,
             sndbuf_bytes,
-            msk_sndbuf_bytes: None,
             unacked: VecDeque::new(),
             reinject: VecDeque::new(),
             close_requested: false,
@@ -136,14 +133,13 @@ impl DataSender {
     /// window, and the room in the send buffer (spec 7, 11.1).
     #[inline(always)]
     pub fn send_limit(&self) -> u64 {
-        let buffer_bytes = self.sndbuf_bytes.or(self.msk_sndbuf_bytes);
-        let buffer_end = buffer_bytes.map_or(u64::MAX, |b| self.una.saturating_add(b));
+        let buffer_end = self.sndbuf_bytes.map_or(u64::MAX, |b| self.una.saturating_add(b));
         self.wnd_right.min(buffer_end)
     }
 
     /// The MPTCP socket's send buffer moved (`__mptcp_sync_sndbuf`).
-    pub fn set_msk_sndbuf(&mut self, bytes: Option<u64>) {
-        self.msk_sndbuf_bytes = bytes;
+    pub fn set_sndbuf(&mut self, bytes: u64) {
+        self.sndbuf_bytes = Some(bytes);
     }
 
     /// Nothing to reinject and no new data written.

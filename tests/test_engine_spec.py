@@ -118,6 +118,18 @@ def test_linux_mode_autotunes_a_receive_buffer_no_key_fixes(tmp_path):
     assert "rcvbuf_auto" not in flow_of("")
 
 
+def test_linux_mode_bounds_mptcp_data_by_the_mptcp_sockets_send_buffer(tmp_path):
+    def flow_of(flow_keys: str) -> dict:
+        text = MINIMAL.replace('server = "b"', f'server = "b"\ntransport = "mptcp"\ncc = "cubic"\n{flow_keys}')
+        return load_scenario(write(tmp_path, "s.toml", text)).to_engine_spec()["flows"][0]
+
+    assert flow_of('cc_mode = "linux"\nscheduler = "upstream"')["msk_sndbuf_auto"] is True
+    # SO_SNDBUF fixes it; the out-of-tree scheduler and reference mode do not model it.
+    assert "msk_sndbuf_auto" not in flow_of('cc_mode = "linux"\nscheduler = "upstream"\nsndbuf = "256KB"')
+    assert "msk_sndbuf_auto" not in flow_of('cc_mode = "linux"')
+    assert "msk_sndbuf_auto" not in flow_of('scheduler = "upstream"')
+
+
 def test_cmt_flows_carry_variant_and_rbuf_and_others_do_not(tmp_path):
     cmt = MINIMAL.replace('[[flow]]\n', '[[flow]]\ntransport = "cmt"\nvariant = "smt"\nrbuf = "64KB"\n', 1)
     spec = load_scenario(write(tmp_path, "cmt.toml", cmt)).to_engine_spec()

@@ -215,7 +215,7 @@ def mptcp_spec(flow: Flow) -> dict[str, Any]:
     scheduler = flow.scheduler or DEFAULT_SCHEDULER
     # The out-of-tree kernel's receive-buffer mechanisms; upstream Linux has neither.
     out_of_tree = scheduler != "upstream"
-    return {
+    keys = {
         "scheduler": scheduler,
         "path_manager": manager,
         "subflows": (flow.subflows or DEFAULT_NDIFFPORTS_SUBFLOWS) if ndiffports else None,
@@ -227,6 +227,17 @@ def mptcp_spec(flow: Flow) -> dict[str, Any]:
         "opportunistic_retransmission": _or(flow.opportunistic_retransmission, out_of_tree),
         "penalisation": _or(flow.penalisation, out_of_tree),
     }
+    if _msk_sndbuf_autotuned(flow, scheduler):  # only when on, so other documents stay as they were
+        keys["msk_sndbuf_auto"] = True
+    return keys
+
+
+def _msk_sndbuf_autotuned(flow: Flow, scheduler: str) -> bool:
+    """Upstream Linux bounds the data not yet DATA_ACKed by the MPTCP socket's
+    send buffer, `tcp_wmem[0]` plus the subflows' (`__mptcp_sync_sndbuf`),
+    unless SO_SNDBUF fixes it: with the upstream scheduler in linux mode, when
+    the flow sets no `sndbuf`."""
+    return scheduler == "upstream" and flow.cc_mode == "linux" and flow.sndbuf_bytes is None
 
 
 def _or(value: int | None, default: int) -> int:

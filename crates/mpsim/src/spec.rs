@@ -510,8 +510,8 @@ pub struct FlowSpec {
     pub rcvbuf_auto: bool,
     /// mptcp, upstream scheduler, no `sndbuf_bytes`: Linux's autotuned
     /// MPTCP socket send buffer bounds the data not yet DATA_ACKed
-    /// (`tcp_wmem[0]` plus the subflows' send buffers). Off by default:
-    /// docs/validation.md says why.
+    /// (`tcp_wmem[0]` plus the subflows' send buffers). The front end asks
+    /// for it in linux mode when no `sndbuf` is given.
     #[serde(default)]
     pub msk_sndbuf_auto: bool,
     /// cmt: the multipath scheme (cmt | smt | smos); None: cmt.

@@ -1,8 +1,10 @@
 //! Linux's send- and receive-buffer model on the head-of-line case that no
 //! fixed buffer reproduces: 5 MB over a 10 and a 0.1 Mbit/s path (MPTCP,
-//! linux mode, upstream scheduler). Linux 6.18 takes 5.85 s with its
-//! autotuned buffers and 51.5 s with a 256 KB receive buffer. Figures in
-//! docs/validation.md ("Send and receive buffers").
+//! linux mode, upstream scheduler). Linux 6.18 with netem took 5.85 s with
+//! its autotuned buffers and 51.5 s with a 256 KB receive buffer (one run
+//! each); through the kernel backend the transfer mostly stalls behind the
+//! slow path's data. Figures in docs/validation.md ("Send and receive
+//! buffers", "The 5 MB downloads over 10 and 0.1 Mbit/s").
 
 mod common;
 
@@ -41,6 +43,14 @@ fn completion_of(spec: &Value) -> (f64, u64) {
     (f["completion_time_s"].as_f64().expect("completes"), slow)
 }
 
+/// The receive side alone (the engine's `msk_sndbuf_auto` off): an
+/// autotuned receive buffer lets the fast path run ahead of the slow
+/// path's data while the MPTCP timer resends the slow path's head on the
+/// fast one; a small fixed one stalls it behind that data. An earlier
+/// measurement of Linux with netem (one run each) took 5.85 s and 51.5 s;
+/// the model takes 6.5 s and 87 s (docs/validation.md, "Send and receive
+/// buffers"). Linux also has the MPTCP socket's send buffer, which the
+/// next test sets, and with it the kernel backend mostly stalls.
 #[test]
 fn autotuned_buffers_finish_5_mb_over_10_and_0_1_mbps_where_a_small_fixed_one_stalls() {
     let (auto_s, auto_slow) = completion_s(None);
@@ -50,30 +60,29 @@ fn autotuned_buffers_finish_5_mb_over_10_and_0_1_mbps_where_a_small_fixed_one_st
         "autotuned: {auto_s:.2} s ({auto_slow} B on the slow path); 256 KB fixed: {fixed_s:.2} s ({fixed_slow} B); \
          6 MiB fixed: {large_s:.2} s ({large_slow} B)"
     );
-    // Linux 6.18: 5.85 s autotuned, 51.5 s with 256 KB, 8.8 times longer.
-    // The model takes 6.5 s and 87 s (docs/validation.md says why): the
-    // small buffer stalls the fast path behind the slow path's data, the
-    // autotuned one lets it run ahead while the MPTCP timer resends the
-    // slow path's head on the fast one.
     assert!(fixed_s > 30.0, "256 KB fixed {fixed_s} s");
     assert!(auto_s < fixed_s / 4.0, "autotuned {auto_s} s, 256 KB fixed {fixed_s} s");
-    // Within the 15 % the comparison allows MPTCP short flows.
-    assert!(auto_s < 1.15 * 5.85, "autotuned {auto_s} s (Linux 5.85)");
+    assert!(auto_s < 1.15 * 5.85, "autotuned {auto_s} s (Linux with netem, one run: 5.85)");
 }
 
-/// Linux bounds the data not yet DATA_ACKed by the MPTCP socket's send
-/// buffer, `tcp_wmem[0]` plus the subflows' (`__mptcp_sync_sndbuf`), and
-/// still takes 5.85 s. With that buffer (`msk_sndbuf_auto`) the model
-/// takes 18.5 s: its slow subflow holds 216 KB, sent in about ten separate
-/// runs of the data sequence, each a hole behind which the buffer stops
-/// the fast subflow until the MPTCP timer resends the fragment holding it
-/// (docs/validation.md, "A failure on the client side").
+/// What linux mode runs (the front end sets `msk_sndbuf_auto`): Linux
+/// bounds the data not yet DATA_ACKed by the MPTCP socket's send buffer,
+/// `tcp_wmem[0]` plus the subflows' (`__mptcp_sync_sndbuf`, checked by
+/// `mptcp_send_limit` in `mptcp_sendmsg`). The slow subflow's data then
+/// holds the fast one back: the fast path fills the buffer and waits
+/// until the slow path's burst arrives or the MPTCP timer resends it, and
+/// the timer's interval is the slow subflow's retransmission timer, seconds
+/// (`mptcp_set_timeout`). On this topology the kernel backend delivered
+/// 2.99 MB within 30 s on average over ten runs (2.29 to 5.00: one of ten
+/// finished); the model finishes in 18.8 s, its timer still resending a
+/// fragment on the fast path every 1.7 s (docs/validation.md, "The 5 MB
+/// downloads over 10 and 0.1 Mbit/s").
 #[test]
-#[ignore = "MPTCP model: the slow subflow's share is not Linux's; with the MPTCP socket's send buffer the transfer stalls (docs/validation.md)"]
-fn with_the_mptcp_socket_send_buffer_5_mb_over_10_and_0_1_mbps_take_as_long_as_on_linux() {
+fn with_the_mptcp_socket_send_buffer_the_fast_path_waits_behind_the_slow_one_as_on_linux() {
     let mut spec = ten_and_a_tenth(None);
     spec["flows"][0]["msk_sndbuf_auto"] = json!(true);
     let (t_s, slow) = completion_of(&spec);
     eprintln!("MPTCP socket send buffer: {t_s:.2} s ({slow} B on the slow path)");
-    assert!(t_s < 1.15 * 5.85, "{t_s} s (Linux 5.85)");
+    // 5 MB at the fast path's rate alone take 4.2 s.
+    assert!(t_s > 3.0 * 4.2, "{t_s} s: no stall behind the slow path");
 }

@@ -7,7 +7,8 @@ range over its runs, the difference, and the machine's one-minute load
 average over the kernel runs (lowest-highest). Bulk cases compare goodput;
 short-flow cases compare the median download time per response size;
 failure cases compare the goodput of the surviving path while the other
-is down.
+is down; the transfer case compares what a 5 MB download delivered by the
+end of the run.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ DOWNLOAD: dict[str, Any] = {"app": "download"}
 
 def two_paths(name: str, *, duration: str = "10s", server_side: bool = False, rate_b: str = "10Mbps",
               delay_a: str = "10ms", delay_b: str = "10ms", down_a: bool = False, transport: str = "mptcp",
-              **flow: Any) -> Network:
+              queue: str = "100pkt", **flow: Any) -> Network:
     """Client, router and server; two paths (a and b, 10 Mbit/s and `rate_b`,
-    100-packet queues) on the client's side, or on the server's (sa and sb),
+    `queue` each) on the client's side, or on the server's (sa and sb),
     and one 100 Mbit/s link of 1 ms on the other side. With `down_a` the
     first path is down from 5 to 10 s."""
     net = Network(name, duration=duration, start_jitter="50ms")
@@ -44,8 +45,8 @@ def two_paths(name: str, *, duration: str = "10s", server_side: bool = False, ra
         net.add_link("client", "router", name="acc", **wide)
     pair = ("router", "server") if server_side else ("client", "router")
     names = ("sa", "sb") if server_side else ("a", "b")
-    net.add_link(*pair, bw="10Mbps", delay=delay_a, queue="100pkt", name=names[0])
-    net.add_link(*pair, bw=rate_b, delay=delay_b, queue="100pkt", name=names[1])
+    net.add_link(*pair, bw="10Mbps", delay=delay_a, queue=queue, name=names[0])
+    net.add_link(*pair, bw=rate_b, delay=delay_b, queue=queue, name=names[1])
     if not server_side:
         net.add_link("router", "server", name="wan", **wide)
     if down_a:
@@ -71,6 +72,12 @@ CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("MPTCP 10/10, client link a down 5-10 s", "failure", {"duration": "15s", "down_a": True, **DOWNLOAD, **MPTCP}),
     ("MPTCP 10/10, server link sa down 5-10 s", "failure_server",
      {"duration": "15s", "server_side": True, "down_a": True, **DOWNLOAD, **SERVER_SIDE}),
+    ("download 5 MB, MPTCP 10/0.1", "transfer", {"duration": "30s", "rate_b": "0.1Mbps", "app": "download",
+                                                 "size": "5MB", **MPTCP}),
+    # The engine's buffers test (crates/mpsim/tests/buffers.rs): 10 ms RTT on both paths, 1000-packet queues.
+    ("download 5 MB, MPTCP 10/0.1, 10 ms RTT, 1000-packet queues", "transfer",
+     {"duration": "30s", "rate_b": "0.1Mbps", "delay_a": "5ms", "delay_b": "5ms", "queue": "1000pkt",
+      "app": "download", "size": "5MB", **MPTCP}),
 ]
 
 
@@ -78,6 +85,8 @@ def metrics(kind: str, results: Any) -> dict[str, float]:
     flow = results.summary["flows"]["f"]
     if kind == "bulk":
         return {"goodput (Mbit/s)": flow["goodput_bps"] / 1e6}
+    if kind == "transfer":  # the run may end before the transfer does
+        return {"delivered (MB)": flow["bytes_delivered"] / 1e6}
     if kind in ("failure", "failure_server"):
         node, iface = ("client", "b") if kind == "failure" else ("server", "sb")
         rows = results.interfaces.query(f"node == '{node}' and interface == '{iface}'")

@@ -174,9 +174,8 @@ pub struct MptcpConfig {
     /// Upstream scheduler without `sndbuf_bytes`: bound the data not yet
     /// DATA_ACKed by Linux's autotuned MPTCP socket send buffer,
     /// `tcp_wmem[0]` plus the subflows' send buffers
-    /// (`__mptcp_sync_sndbuf`). Off in the engine: with the model's share
-    /// of data on a much slower subflow it stalls transfers Linux does not
-    /// (docs/validation.md, "A failure on the client side").
+    /// (`__mptcp_sync_sndbuf`). The engine spec's `msk_sndbuf_auto`, which
+    /// the front end sets in linux mode.
     pub msk_sndbuf_auto: bool,
     /// Ask for DSS checksums (MP_CAPABLE flag A, spec 2); both ends use
     /// them if either asks (RFC 8684 3.1).

@@ -79,7 +79,9 @@ pub struct Subflow {
     /// The handshake completed once (a closed subflow then resets what arrives).
     was_synchronised: bool,
     /// A reset to send for a segment that arrived after the close.
-    reset_reply: Option<Packet>,
+    /// Boxed: rarely set, and a header inline would add 200 bytes to
+    /// every subflow.
+    reset_reply: Option<Box<Packet>>,
     /// Both ends use the timestamps option (RFC 7323 section 3.2).
     ts_on: bool,
     /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
@@ -770,7 +772,7 @@ impl Subflow {
                 // RFC 9293 3.10.7.1: a segment for a connection that no
                 // longer exists is answered by a reset.
                 if self.was_synchronised {
-                    self.reset_reply = Some(super::rst_reply(pkt, self.cfg.header_bytes));
+                    self.reset_reply = Some(Box::new(super::rst_reply(pkt, self.cfg.header_bytes)));
                 }
                 return;
             }
@@ -1335,7 +1337,7 @@ impl Subflow {
 
     pub fn poll_transmit(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
         if self.state == TcpState::Closed {
-            return self.reset_reply.take();
+            return self.reset_reply.take().map(|p| *p);
         }
         let Some(tx) = self.next_tx(now, cc) else {
             // A persist timer may have been armed.
@@ -1353,7 +1355,7 @@ impl Subflow {
     /// is nothing to send.
     pub fn poll_transmit_into(&mut self, now: SimTime, cc: &mut CcCtx, out: &mut Vec<Packet>) -> bool {
         if self.state == TcpState::Closed {
-            return self.reset_reply.take().map(|p| out.push(p)).is_some();
+            return self.reset_reply.take().map(|p| out.push(*p)).is_some();
         }
         let Some(tx) = self.next_tx(now, cc) else {
             // A persist timer may have been armed.

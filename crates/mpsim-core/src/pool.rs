@@ -4,7 +4,7 @@
 //! A slot is 88 bytes where a [`Packet`] is 200: it keeps every header
 //! field inline and a DSS option (what almost every MPTCP segment carries)
 //! compactly, and puts SACK blocks, the other MPTCP options and SCTP
-//! chunks in a side table only when a packet has them. Packets in queues
+//! chunks in side tables only when a packet has them. Packets in queues
 //! and on the wire are most of a large run's memory.
 
 use crate::mptcp::{Dss, DssMapping, MpOption, MptcpOpts};
@@ -40,11 +40,14 @@ pub struct StoredPacket {
     dss_len: u16,
     dss_checksum: u16,
     dss_bits: u8,
-    /// Index of the packet's [`Extra`] in the side table, or `NO_EXTRA`.
+    /// Where the side tables hold the rest of the packet: `NO_EXTRA`;
+    /// `FULL | i`, its [`Extra`] at `i`; or `i`, its SACK blocks at `i`
+    /// (an ACK during loss recovery, whose DSS is inline).
     extra: u32,
 }
 
 const NO_EXTRA: u32 = u32::MAX;
+const FULL: u32 = 1 << 31;
 
 impl StoredPacket {
     fn inline_dss(&self) -> InlineDss {
@@ -141,6 +144,19 @@ pub struct PacketPool {
     free: Vec<u32>,
     extras: Vec<Extra>,
     free_extras: Vec<u32>,
+    sacks: Vec<SackBlocks>,
+    free_sacks: Vec<u32>,
+}
+
+/// Puts `x` in a free entry of `table` (or a new one) and returns its index.
+fn put<T>(table: &mut Vec<T>, free: &mut Vec<u32>, x: T) -> u32 {
+    if let Some(i) = free.pop() {
+        table[i as usize] = x;
+        i
+    } else {
+        table.push(x);
+        table.len() as u32 - 1
+    }
 }
 
 impl PacketPool {
@@ -161,8 +177,12 @@ impl PacketPool {
     }
 
     fn store(&mut self, p: &Packet) -> StoredPacket {
-        let inline = InlineDss::of(&p.ext).filter(|_| p.sack == SackBlocks::default());
-        let extra = if inline.is_some() { NO_EXTRA } else { self.alloc_extra(Extra { sack: p.sack, ext: p.ext }) };
+        let inline = InlineDss::of(&p.ext);
+        let extra = match inline {
+            Some(_) if p.sack == SackBlocks::default() => NO_EXTRA,
+            Some(_) => put(&mut self.sacks, &mut self.free_sacks, p.sack),
+            None => FULL | put(&mut self.extras, &mut self.free_extras, Extra { sack: p.sack, ext: p.ext }),
+        };
         let d = inline.unwrap_or_default();
         StoredPacket {
             src: p.src,
@@ -188,23 +208,18 @@ impl PacketPool {
         }
     }
 
-    fn alloc_extra(&mut self, e: Extra) -> u32 {
-        if let Some(i) = self.free_extras.pop() {
-            self.extras[i as usize] = e;
-            i
-        } else {
-            self.extras.push(e);
-            self.extras.len() as u32 - 1
-        }
-    }
-
     /// Frees a slot without copying its packet out.
     pub fn free(&mut self, id: PacketId) {
-        let extra = self.slots[id.0 as usize].extra;
-        if extra != NO_EXTRA {
-            self.free_extras.push(extra);
-        }
+        self.free_side(id);
         self.free.push(id.0);
+    }
+
+    fn free_side(&mut self, id: PacketId) {
+        match self.slots[id.0 as usize].extra {
+            NO_EXTRA => {}
+            e if e & FULL != 0 => self.free_extras.push(e & !FULL),
+            e => self.free_sacks.push(e),
+        }
     }
 
     /// The fields a hop reads.
@@ -215,9 +230,13 @@ impl PacketPool {
     /// The whole header.
     pub fn packet(&self, id: PacketId) -> Packet {
         let s = &self.slots[id.0 as usize];
-        let (sack, ext) = match self.extras.get(s.extra as usize) {
-            Some(e) if s.extra != NO_EXTRA => (e.sack, e.ext),
-            _ => (SackBlocks::default(), s.inline_dss().ext()),
+        let (sack, ext) = match s.extra {
+            NO_EXTRA => (SackBlocks::default(), s.inline_dss().ext()),
+            e if e & FULL != 0 => {
+                let x = &self.extras[(e & !FULL) as usize];
+                (x.sack, x.ext)
+            }
+            e => (self.sacks[e as usize], s.inline_dss().ext()),
         };
         Packet {
             src: s.src,
@@ -242,10 +261,7 @@ impl PacketPool {
     pub fn update(&mut self, id: PacketId, change: impl FnOnce(&mut Packet)) {
         let mut p = self.packet(id);
         change(&mut p);
-        let extra = self.slots[id.0 as usize].extra;
-        if extra != NO_EXTRA {
-            self.free_extras.push(extra);
-        }
+        self.free_side(id);
         self.slots[id.0 as usize] = self.store(&p);
     }
 

@@ -9,7 +9,8 @@
 use crate::flows::Demux;
 use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{ForwardingSpec, Spec};
-use mpsim_core::{NodeId, Packet, PacketId, Proto, SimDuration};
+use mpsim_core::pool::StoredPacket;
+use mpsim_core::{NodeId, PacketId, Proto, SimDuration};
 use mpsim_net::{iface_of_addr, FlowKey, ForwardingMode, RouteConfig, Routes, Topology};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
@@ -96,7 +97,7 @@ impl Forwarding {
 }
 
 /// The 5-tuple an ECMP node hashes.
-fn flow_key(p: &Packet) -> FlowKey {
+fn flow_key(p: &StoredPacket) -> FlowKey {
     let proto = if p.proto == Proto::Tcp { 6 } else { 17 };
     FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto }
 }

@@ -281,14 +281,14 @@ impl Simulation {
     }
 
     fn sdn_lookup(&mut self, node: NodeId, in_dir: u32, pid: PacketId, may_ask: bool) {
-        let p = self.pool.get(pid);
-        let key = flow_key(p);
+        let p = self.pool.packet(pid);
+        let key = flow_key(&p);
         if self.forwarding.pins.is_some() {
             if let Some(d) = self.pinned_dir(node, &key) {
                 return self.sdn_output(&key, d, pid);
             }
         }
-        let f = fields(self.pool.get(pid));
+        let f = fields(&p);
         let (now, sdn) = (self.now, self.sdn.as_mut().expect("sdn_forward runs with flow tables"));
         let verdict = match sdn.tables[node.index()].as_mut() {
             Some(t) => t.lookup(now, in_dir, &f),
@@ -341,7 +341,7 @@ impl Simulation {
         else {
             return;
         };
-        let p = *self.pool.get(held.0);
+        let p = self.pool.packet(held.0);
         let key = flow_key(&p);
         let ends = (iface_of_addr(p.src), iface_of_addr(p.dst));
         let (Some((sl, ss)), Some((dl, ds))) = ends else { return self.refuse(node, buffer, &key, None) };

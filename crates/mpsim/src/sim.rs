@@ -311,7 +311,7 @@ impl Simulation {
 
     fn capture(&mut self, c: Option<u32>, pid: PacketId) {
         if let Some(c) = c {
-            let pkt = *self.pool.get(pid);
+            let pkt = self.pool.packet(pid);
             // Writing to memory cannot fail.
             let _ = self.captures[c as usize].writer.write_packet(self.now, &pkt);
         }
@@ -319,9 +319,10 @@ impl Simulation {
 
     pub(crate) fn transmit(&mut self, dir: u32, pid: PacketId) {
         if self.links[(dir / 2) as usize].strip_mptcp {
-            let p = self.pool.get_mut(pid);
-            p.wire_bytes -= p.ext.option_bytes();
-            p.ext = Default::default();
+            self.pool.update(pid, |p| {
+                p.wire_bytes -= p.ext.option_bytes();
+                p.ext = Default::default();
+            });
         }
         let p = self.pool.get(pid);
         // One lookup of the direction for the whole offer: the pool and the
@@ -375,7 +376,7 @@ impl Simulation {
         for (pid, action) in d.aqm.drain(..) {
             match action {
                 AqmAction::Drop => self.pool.free(pid),
-                AqmAction::Mark => self.pool.get_mut(pid).ecn = mpsim_core::IpEcn::Ce,
+                AqmAction::Mark => self.pool.set_ecn(pid, mpsim_core::IpEcn::Ce),
             }
         }
     }
@@ -403,9 +404,8 @@ impl Simulation {
         let key = demux_key(pkt.dst, pkt.dport, pkt.src, pkt.sport);
         match self.demux.get(&key).copied() {
             Some(Demux::Ep(ep)) => {
-                // Handled in place: the header is not copied out of the pool.
-                self.endpoints[ep as usize].kind.handle_segment(self.now, self.pool.get(pid));
-                self.pool.free(pid);
+                let pkt = self.pool.take(pid);
+                self.endpoints[ep as usize].kind.handle_segment(self.now, &pkt);
                 self.work.push(ep);
                 self.drain_work();
             }

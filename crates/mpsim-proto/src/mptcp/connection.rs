@@ -61,9 +61,6 @@ pub(super) struct Sub {
     pub stale: Staleness,
     /// Connection data carried for the first time here after another subflow failed.
     pub reinjected_bytes: u64,
-    /// Connection data queued on this subflow and not yet acknowledged at
-    /// subflow level, oldest first, as (end of its subflow sequence, DSN, length).
-    pub outstanding: VecDeque<(u64, u64, u32)>,
     /// Redundant scheduler: next DSN this subflow has not carried.
     pub redundant_next: u64,
     /// Last time this subflow's window was halved by penalisation.
@@ -103,7 +100,6 @@ impl Sub {
             una_seen: 0,
             stale: Staleness::default(),
             reinjected_bytes: 0,
-            outstanding: VecDeque::new(),
             redundant_next: 1,
             last_penalised: None,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
@@ -872,10 +868,6 @@ impl Conn {
         if una > sub.una_seen {
             sub.una_seen = una;
             sub.pf = false;
-            while sub.outstanding.front().is_some_and(|&(end, _, _)| end <= una) {
-                sub.outstanding.pop_front();
-            }
-            crate::spare::release_spare(&mut sub.outstanding);
             if self.cfg.scheduler == super::SchedulerKind::Upstream {
                 self.expand_sndbuf(r);
             }
@@ -966,9 +958,10 @@ impl Conn {
     }
 
     /// Queues for another subflow the data still outstanding on subflow
-    /// `r` (not acknowledged at subflow level) and not yet DATA_ACKed.
+    /// `r` (not acknowledged at subflow level) and not yet DATA_ACKed:
+    /// the subflow's segments carry their DSNs as tags.
     pub(super) fn reinject_from(&mut self, r: usize) {
-        self.tx.reinject_outstanding(r, self.subs[r].outstanding.iter().map(|&(_, dsn, len)| (dsn, len)));
+        self.tx.reinject_outstanding(r, self.subs[r].sf.unacked_tagged());
     }
 
     // ----- address management -----

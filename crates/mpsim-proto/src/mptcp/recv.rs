@@ -9,6 +9,9 @@ use crate::tcp::AppEvent;
 use mpsim_core::mptcp::DssMapping;
 use mpsim_core::{Packet, SimTime};
 
+/// Ranges the reused buffer of `on_subflow_data` keeps room for.
+const SCRATCH_KEPT_RANGES: usize = 16;
+
 /// Extends a 32-bit sequence value to the 64-bit one closest to `near`.
 pub(super) fn expand32(low: u64, near: u64) -> u64 {
     let low = low & 0xffff_ffff;
@@ -41,6 +44,12 @@ impl Conn {
         self.subs[r].rx.take_in_order(bytes, self.state == MpState::Fallback, &mut ranges);
         for &(s, e) in &ranges {
             self.deliver_range(now, s, e);
+        }
+        // A hole filled may move hundreds of mappings at once; a buffer of
+        // that size kept by every connection would be most of what it holds.
+        if ranges.capacity() > SCRATCH_KEPT_RANGES {
+            ranges.clear();
+            ranges.shrink_to(SCRATCH_KEPT_RANGES);
         }
         self.scratch_ranges = ranges;
         self.check_peer_data_fin();

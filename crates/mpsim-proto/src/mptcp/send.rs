@@ -253,7 +253,6 @@ impl Conn {
         // The subflow tags the segment with its DSN: the mapping goes on
         // it, and on every retransmission of it (`dss_for`).
         sub.sf.send_segment(seg.len as u64, seg.dsn);
-        sub.outstanding.push_back((sub.sf.write_seq(), seg.dsn, seg.len));
         self.queued.insert(r);
     }
 

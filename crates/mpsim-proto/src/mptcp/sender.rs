@@ -185,6 +185,7 @@ impl DataSender {
                 }
             }
         }
+        crate::spare::release_spare(&mut self.reinject);
         self.new_data(mss_bytes)
     }
 
@@ -295,6 +296,7 @@ impl DataSender {
     fn leave_reinjection_queue(&mut self, dsn: u64) {
         if self.reinject.front() == Some(&dsn) {
             self.reinject.pop_front();
+            crate::spare::release_spare(&mut self.reinject);
             debug_assert!(!self.reinject.contains(&dsn), "DSN {dsn} queued twice for reinjection");
         } else {
             self.reinject.retain(|&d| d != dsn);

@@ -7,33 +7,101 @@
 use mpsim_core::{SimDuration, SimTime};
 use std::collections::VecDeque;
 
-/// One segment as first sent; retransmissions keep its boundaries.
+/// One segment as first sent; retransmissions keep its boundaries. 32
+/// bytes: a subflow holds one per segment in flight, and a datacenter
+/// run holds millions of them.
 #[derive(Clone, Copy, Debug)]
 pub struct Seg {
     pub start: u64,
-    pub end: u64,
     pub sent_at: SimTime,
-    pub fin: bool,
-    /// Ever retransmitted (Karn's rule: no RTT sample from it).
-    pub retransmitted: bool,
-    /// A retransmission of it is in the network (counts in pipe).
-    pub rtx_in_flight: bool,
-    pub sacked: bool,
-    pub lost: bool,
-    /// What the writer attached to the bytes (an MPTCP mapping's DSN),
-    /// valid while the segment starts where it was written; `NO_TAG` else.
+    /// What the writer attached to the segment's first byte (an MPTCP
+    /// mapping's DSN); `NO_TAG` for none. A segment trimmed by a partial
+    /// cumulative ACK keeps the tag of its new first byte.
     pub tag: u64,
+    /// Bytes of sequence space, at most one MSS (or 1 for a FIN).
+    len: u32,
+    /// `FIN`, `RETRANSMITTED`, ... below.
+    flags: u8,
 }
 
 /// A segment that carries no tag.
 pub const NO_TAG: u64 = u64::MAX;
 
+const FIN: u8 = 1;
+/// Ever retransmitted (Karn's rule: no RTT sample from it).
+const RETRANSMITTED: u8 = 1 << 1;
+/// A retransmission of it is in the network (counts in pipe).
+const RTX_IN_FLIGHT: u8 = 1 << 2;
+const SACKED: u8 = 1 << 3;
+const LOST: u8 = 1 << 4;
+/// It no longer starts where it was written (a partial ACK trimmed it).
+const TRIMMED: u8 = 1 << 5;
+
 impl Seg {
+    /// A segment of `len` bytes at `start`, sent at `sent_at`.
+    pub fn new(start: u64, len: u32, sent_at: SimTime, fin: bool, tag: u64) -> Seg {
+        Seg { start, sent_at, tag, len, flags: if fin { FIN } else { 0 } }
+    }
     pub fn len(&self) -> u64 {
-        self.end - self.start
+        self.len as u64
     }
     pub fn is_empty(&self) -> bool {
-        self.end == self.start
+        self.len == 0
+    }
+    pub fn end(&self) -> u64 {
+        self.start + self.len as u64
+    }
+    pub fn fin(&self) -> bool {
+        self.flags & FIN != 0
+    }
+    pub fn retransmitted(&self) -> bool {
+        self.flags & RETRANSMITTED != 0
+    }
+    pub fn rtx_in_flight(&self) -> bool {
+        self.flags & RTX_IN_FLIGHT != 0
+    }
+    pub fn sacked(&self) -> bool {
+        self.flags & SACKED != 0
+    }
+    pub fn lost(&self) -> bool {
+        self.flags & LOST != 0
+    }
+    /// The tag while the segment starts where it was written, else `NO_TAG`.
+    pub fn written_tag(&self) -> u64 {
+        if self.flags & TRIMMED != 0 {
+            NO_TAG
+        } else {
+            self.tag
+        }
+    }
+    fn set(&mut self, flag: u8, on: bool) {
+        if on {
+            self.flags |= flag;
+        } else {
+            self.flags &= !flag;
+        }
+    }
+    fn set_retransmitted(&mut self, on: bool) {
+        self.set(RETRANSMITTED, on);
+    }
+    fn set_rtx_in_flight(&mut self, on: bool) {
+        self.set(RTX_IN_FLIGHT, on);
+    }
+    fn set_sacked(&mut self, on: bool) {
+        self.set(SACKED, on);
+    }
+    fn set_lost(&mut self, on: bool) {
+        self.set(LOST, on);
+    }
+    /// Drops the bytes below `to` (inside the segment).
+    fn trim_front(&mut self, to: u64) {
+        let cut = to - self.start;
+        self.start = to;
+        self.len -= cut as u32; // `cut` is below `len`, a u32
+        if self.tag != NO_TAG {
+            self.tag += cut;
+        }
+        self.flags |= TRIMMED;
     }
 }
 
@@ -126,6 +194,10 @@ impl Scoreboard {
     pub fn len(&self) -> usize {
         self.segs.len()
     }
+    /// The segments, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Seg> {
+        self.segs.iter()
+    }
     pub fn first(&self) -> Option<&Seg> {
         self.segs.front()
     }
@@ -167,7 +239,7 @@ impl Scoreboard {
     pub fn push(&mut self, seg: Seg) {
         self.out_bytes += seg.len();
         if let Some(q) = self.time_order.as_mut() {
-            q.push_back((seg.sent_at, seg.end));
+            q.push_back((seg.sent_at, seg.end()));
         }
         self.segs.push_back(seg);
     }
@@ -186,18 +258,18 @@ impl Scoreboard {
     }
 
     fn index_of(&self, seq: u64) -> usize {
-        self.segs.partition_point(|s| s.end <= seq)
+        self.segs.partition_point(|s| s.end() <= seq)
     }
 
     fn unmark(&mut self, i: usize) {
         let s = self.segs[i];
-        if s.sacked {
+        if s.sacked() {
             self.sacked_bytes -= s.len();
         } else {
-            if s.lost {
+            if s.lost() {
                 self.lost_bytes -= s.len();
             }
-            if s.rtx_in_flight {
+            if s.rtx_in_flight() {
                 self.rtx_bytes -= s.len();
             }
         }
@@ -211,17 +283,15 @@ impl Scoreboard {
             if front.start >= ack {
                 break;
             }
-            if front.end > ack {
+            if front.end() > ack {
                 self.unmark(0);
                 self.out_bytes -= ack - front.start;
                 info.bytes += ack - front.start;
                 let f = &mut self.segs[0];
-                f.start = ack;
-                // No longer the start of what was written; and it may now
-                // lie unSACKed inside an applied block.
-                f.tag = NO_TAG;
+                f.trim_front(ack);
+                // It may now lie unSACKed inside an applied block.
                 self.applied = Default::default();
-                let (sacked, lost, rtx, len) = (f.sacked, f.lost, f.rtx_in_flight, f.len());
+                let (sacked, lost, rtx, len) = (f.sacked(), f.lost(), f.rtx_in_flight(), f.len());
                 self.sacked_bytes += if sacked { len } else { 0 };
                 self.lost_bytes += if lost && !sacked { len } else { 0 };
                 self.rtx_bytes += if rtx && !sacked { len } else { 0 };
@@ -230,13 +300,13 @@ impl Scoreboard {
             self.unmark(0);
             self.out_bytes -= front.len();
             info.bytes += front.len();
-            info.fin_acked |= front.fin;
-            karn |= front.retransmitted;
-            if !front.retransmitted && !front.sacked {
+            info.fin_acked |= front.fin();
+            karn |= front.retransmitted();
+            if !front.retransmitted() && !front.sacked() {
                 info.rtt_from = info.rtt_from.or(Some(front.sent_at));
                 info.ca_rtt_from = Some(front.sent_at);
             }
-            if !front.sacked {
+            if !front.sacked() {
                 self.on_delivered(&front);
             }
             self.segs.pop_front();
@@ -261,7 +331,7 @@ impl Scoreboard {
     fn on_delivered(&mut self, s: &Seg) {
         // Linux `tcp_check_sack_reordering`: an original below the highest
         // SACKed segment arrived late, so the path reorders.
-        if !s.retransmitted && s.end <= self.high_sacked {
+        if !s.retransmitted() && s.end() <= self.high_sacked {
             self.reordering_seen = true;
         }
         if self.time_order.is_some() {
@@ -275,7 +345,7 @@ impl Scoreboard {
         let rtt = r.ack_now.saturating_since(s.sent_at);
         // Acknowledged sooner than the minimum RTT after it was resent: this
         // acknowledges the original, not the retransmission.
-        if s.retransmitted && rtt < r.ack_min_rtt {
+        if s.retransmitted() && rtt < r.ack_min_rtt {
             return;
         }
         r.advanced = true;
@@ -283,9 +353,9 @@ impl Scoreboard {
             r.ack_latest_sent = Some(s.sent_at);
             r.rtt = rtt;
         }
-        if sent_after(s.sent_at, s.end, r.xmit, r.end_seq) {
+        if sent_after(s.sent_at, s.end(), r.xmit, r.end_seq) {
             r.xmit = s.sent_at;
-            r.end_seq = s.end;
+            r.end_seq = s.end();
         }
     }
 
@@ -303,16 +373,16 @@ impl Scoreboard {
         // A block applied whole before (an ACK repeats its older blocks)
         // holds nothing new: no search for where it begins.
         let mut i = if from >= end { self.segs.len() } else { self.index_of(from) };
-        while i < self.segs.len() && self.segs[i].end <= end {
+        while i < self.segs.len() && self.segs[i].end() <= end {
             let s = self.segs[i];
-            if s.start >= start && !s.sacked {
+            if s.start >= start && !s.sacked() {
                 self.on_delivered(&s);
                 self.unmark(i);
-                self.segs[i].sacked = true;
+                self.segs[i].set_sacked(true);
                 self.sacked_bytes += s.len();
-                self.high_sacked = self.high_sacked.max(s.end);
+                self.high_sacked = self.high_sacked.max(s.end());
                 info.bytes += s.len();
-                if !s.retransmitted {
+                if !s.retransmitted() {
                     info.oldest = Some(info.oldest.map_or(s.sent_at, |o: SimTime| o.min(s.sent_at)));
                     info.newest = Some(info.newest.map_or(s.sent_at, |o: SimTime| o.max(s.sent_at)));
                 }
@@ -320,7 +390,7 @@ impl Scoreboard {
             i += 1;
         }
         // Blocks beyond what was sent are remembered only up to its end.
-        let top = end.min(self.segs.back().map_or(0, |s| s.end));
+        let top = end.min(self.segs.back().map_or(0, |s| s.end()));
         if top > start {
             self.remember_applied(start, top);
         }
@@ -343,7 +413,7 @@ impl Scoreboard {
     /// first outstanding segment is (now) lost.
     pub fn mark_lost_by_sack(&mut self, dupthresh: usize) -> bool {
         let Some(threshold) = self.nth_sacked_from_top(dupthresh) else {
-            return self.segs.front().is_some_and(|s| s.lost && !s.sacked);
+            return self.segs.front().is_some_and(|s| s.lost() && !s.sacked());
         };
         if threshold > self.lost_mark {
             let mut i = self.index_of(self.lost_mark);
@@ -353,7 +423,7 @@ impl Scoreboard {
             }
             self.lost_mark = threshold;
         }
-        self.segs.front().is_some_and(|s| s.lost && !s.sacked)
+        self.segs.front().is_some_and(|s| s.lost() && !s.sacked())
     }
 
     /// Start of the `n`-th highest SACKed segment, scanning down from the
@@ -365,7 +435,7 @@ impl Scoreboard {
         let mut count = 0;
         let top = self.index_of(self.high_sacked.saturating_sub(1)).min(self.segs.len().saturating_sub(1));
         for s in self.segs.range(..=top).rev() {
-            if s.sacked {
+            if s.sacked() {
                 count += 1;
                 if count >= n {
                     return Some(s.start);
@@ -377,22 +447,22 @@ impl Scoreboard {
 
     fn mark_lost_at(&mut self, i: usize) {
         let s = &mut self.segs[i];
-        if s.sacked || s.lost || s.rtx_in_flight {
+        if s.sacked() || s.lost() || s.rtx_in_flight() {
             return;
         }
-        s.lost = true;
+        s.set_lost(true);
         self.lost_bytes += s.len();
         self.marked_lost_bytes += s.len();
         self.rtx_hint = self.rtx_hint.min(s.start);
-        self.lost_high = self.lost_high.max(s.end);
+        self.lost_high = self.lost_high.max(s.end());
     }
 
     /// Marks the first outstanding segment lost (3 dupACKs, partial ACK).
     pub fn mark_head_lost(&mut self) {
         if let Some(s) = self.segs.front_mut() {
-            if s.rtx_in_flight && !s.sacked {
+            if s.rtx_in_flight() && !s.sacked() {
                 // Its retransmission is deemed lost too: send it again.
-                s.rtx_in_flight = false;
+                s.set_rtx_in_flight(false);
                 self.rtx_bytes -= s.len();
                 self.rtx_hint = self.rtx_hint.min(s.start);
             }
@@ -406,20 +476,20 @@ impl Scoreboard {
     pub fn mark_all_lost(&mut self) {
         for i in 0..self.segs.len() {
             let s = &mut self.segs[i];
-            if s.sacked {
+            if s.sacked() {
                 continue;
             }
-            if s.rtx_in_flight {
-                s.rtx_in_flight = false;
+            if s.rtx_in_flight() {
+                s.set_rtx_in_flight(false);
                 self.rtx_bytes -= s.len();
             }
-            if !s.lost {
-                s.lost = true;
+            if !s.lost() {
+                s.set_lost(true);
                 self.lost_bytes += s.len();
                 self.marked_lost_bytes += s.len();
             }
         }
-        self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end);
+        self.lost_mark = self.segs.back().map_or(self.lost_mark, |s| s.end());
         self.lost_high = self.lost_high.max(self.lost_mark);
         self.rtx_hint = self.segs.front().map_or(self.rtx_hint, |s| s.start);
         if let Some(q) = self.time_order.as_mut() {
@@ -476,17 +546,17 @@ impl Scoreboard {
     fn in_flight_index(&self, t: SimTime, end: u64) -> Option<usize> {
         let i = self.index_of(end.checked_sub(1)?);
         let s = self.segs.get(i)?;
-        (s.end == end && s.sent_at == t && !s.sacked && (!s.lost || s.rtx_in_flight)).then_some(i)
+        (s.end() == end && s.sent_at == t && !s.sacked() && (!s.lost() || s.rtx_in_flight())).then_some(i)
     }
 
     /// Linux `tcp_mark_skb_lost`: lost, and a retransmission in flight is
     /// lost too (counted lost again).
     fn mark_lost_in_flight(&mut self, i: usize) {
         let s = &mut self.segs[i];
-        if s.rtx_in_flight {
-            s.rtx_in_flight = false;
+        if s.rtx_in_flight() {
+            s.set_rtx_in_flight(false);
             self.rtx_bytes -= s.len();
-            if s.lost {
+            if s.lost() {
                 self.marked_lost_bytes += s.len();
             }
         }
@@ -507,7 +577,7 @@ impl Scoreboard {
             if s.start >= top {
                 break; // nothing is lost from here on
             }
-            if s.lost && !s.sacked && !s.rtx_in_flight {
+            if s.lost() && !s.sacked() && !s.rtx_in_flight() {
                 self.rtx_hint = s.start;
                 return Some(s);
             }
@@ -521,13 +591,13 @@ impl Scoreboard {
     pub fn on_retransmit(&mut self, start: u64, now: SimTime) {
         let i = self.index_of(start);
         if let Some(s) = self.segs.get_mut(i) {
-            if s.start == start && !s.rtx_in_flight && !s.sacked {
-                s.rtx_in_flight = true;
-                s.retransmitted = true;
+            if s.start == start && !s.rtx_in_flight() && !s.sacked() {
+                s.set_rtx_in_flight(true);
+                s.set_retransmitted(true);
                 s.sent_at = now;
                 self.rtx_bytes += s.len();
                 if let Some(q) = self.time_order.as_mut() {
-                    q.push_back((now, s.end));
+                    q.push_back((now, s.end()));
                 }
             }
         }
@@ -536,12 +606,12 @@ impl Scoreboard {
     /// What a tail loss probe sends again: the highest unSACKed segment
     /// with data, else the highest segment.
     pub fn probe_candidate(&self) -> Option<Seg> {
-        self.segs.iter().rev().find(|s| !s.fin && !s.sacked).or(self.segs.back()).copied()
+        self.segs.iter().rev().find(|s| !s.fin() && !s.sacked()).or(self.segs.back()).copied()
     }
 
     /// Highest unSACKed segment (RFC 6675 rescue retransmission candidate).
     pub fn last_unsacked(&self) -> Option<Seg> {
-        self.segs.iter().rev().find(|s| !s.sacked).copied()
+        self.segs.iter().rev().find(|s| !s.sacked()).copied()
     }
 }
 
@@ -551,17 +621,7 @@ mod tests {
 
     /// The `i`-th 100-byte segment, sent at time `i`.
     fn seg(i: u64) -> Seg {
-        Seg {
-            start: i * 100,
-            end: (i + 1) * 100,
-            sent_at: SimTime(i),
-            fin: false,
-            retransmitted: false,
-            rtx_in_flight: false,
-            sacked: false,
-            lost: false,
-            tag: NO_TAG,
-        }
+        Seg::new(i * 100, 100, SimTime(i), false, NO_TAG)
     }
 
     fn board(n: u64) -> Scoreboard {
@@ -613,6 +673,21 @@ mod tests {
         b.cum_ack(50);
         assert_eq!(b.sack(50, 300).bytes, 50);
         assert_eq!(b.sacked_bytes(), 250);
+    }
+
+    #[test]
+    fn a_segment_record_takes_32_bytes() {
+        assert!(std::mem::size_of::<Seg>() <= 32);
+    }
+
+    #[test]
+    fn a_trimmed_head_keeps_the_tag_of_its_first_byte_but_is_no_longer_as_written() {
+        let mut b = Scoreboard::default();
+        b.push(Seg::new(0, 100, SimTime(0), false, 5_000));
+        assert_eq!(b.first().map(Seg::written_tag), Some(5_000));
+        b.cum_ack(30);
+        let head = *b.first().unwrap();
+        assert_eq!((head.start, head.len(), head.tag, head.written_tag()), (30, 70, 5_030, NO_TAG));
     }
 
     #[test]
@@ -736,7 +811,7 @@ mod tests {
 
     /// Sequence `frac` of the way through what is outstanding.
     fn seq_at(b: &Scoreboard, frac: f64) -> u64 {
-        let (lo, hi) = (b.segs.front().map_or(0, |s| s.start), b.segs.back().map_or(0, |s| s.end));
+        let (lo, hi) = (b.segs.front().map_or(0, |s| s.start), b.segs.back().map_or(0, |s| s.end()));
         lo + ((hi - lo) as f64 * frac) as u64
     }
 
@@ -748,31 +823,31 @@ mod tests {
     /// the counters and the shortcuts (applied blocks, hints) they rely on.
     fn check_invariants(b: &Scoreboard) {
         for w in b.segs.iter().collect::<Vec<_>>().windows(2) {
-            assert_eq!(w[0].end, w[1].start, "segments are contiguous");
+            assert_eq!(w[0].end(), w[1].start, "segments are contiguous");
         }
-        assert!(b.segs.iter().all(|s| s.end > s.start), "no empty segment");
+        assert!(b.segs.iter().all(|s| s.end() > s.start), "no empty segment");
         assert_eq!(b.out_bytes, sum(b, |_| true));
-        assert_eq!(b.sacked_bytes, sum(b, |s| s.sacked));
-        assert_eq!(b.lost_bytes, sum(b, |s| s.lost && !s.sacked));
-        assert_eq!(b.rtx_bytes, sum(b, |s| s.rtx_in_flight && !s.sacked));
-        assert!(b.segs.iter().filter(|s| s.sacked).all(|s| s.end <= b.high_sacked));
+        assert_eq!(b.sacked_bytes, sum(b, |s| s.sacked()));
+        assert_eq!(b.lost_bytes, sum(b, |s| s.lost() && !s.sacked()));
+        assert_eq!(b.rtx_bytes, sum(b, |s| s.rtx_in_flight() && !s.sacked()));
+        assert!(b.segs.iter().filter(|s| s.sacked()).all(|s| s.end() <= b.high_sacked));
         for &(start, end) in b.applied.iter().filter(|a| a.1 > 0) {
-            let inside = b.segs.iter().filter(|s| s.start >= start && s.end <= end);
-            assert!(inside.clone().all(|s| s.sacked), "applied block [{start}, {end}) holds an unSACKed segment");
+            let inside = b.segs.iter().filter(|s| s.start >= start && s.end() <= end);
+            assert!(inside.clone().all(|s| s.sacked()), "applied block [{start}, {end}) holds an unSACKed segment");
         }
-        let due = |s: &Seg| s.lost && !s.sacked && !s.rtx_in_flight;
+        let due = |s: &Seg| s.lost() && !s.sacked() && !s.rtx_in_flight();
         assert!(b.segs.iter().filter(|s| s.start < b.rtx_hint).all(|s| !due(s)), "a retransmission below the hint");
-        assert!(b.segs.iter().filter(|s| s.lost).all(|s| s.end <= b.lost_high), "a lost segment above lost_high");
+        assert!(b.segs.iter().filter(|s| s.lost()).all(|s| s.end() <= b.lost_high), "a lost segment above lost_high");
         if let Some(q) = b.time_order.as_ref() {
             assert!(q.iter().zip(q.iter().skip(1)).all(|(x, y)| x.0 <= y.0), "transmissions out of time order");
             for s in b.segs.iter().filter(|s| in_flight(s)) {
-                assert!(q.contains(&(s.sent_at, s.end)), "segment at {} in flight but not in the time order", s.start);
+                assert!(q.contains(&(s.sent_at, s.end())), "segment at {} in flight but not in the time order", s.start);
             }
         }
     }
 
     fn in_flight(s: &Seg) -> bool {
-        !s.sacked && (!s.lost || s.rtx_in_flight)
+        !s.sacked() && (!s.lost() || s.rtx_in_flight())
     }
 
     /// RFC 8985 section 6.2 by brute force: what `rack_detect_loss` must
@@ -780,20 +855,20 @@ mod tests {
     fn check_rack_detect(b: &mut Scoreboard, before: &[Seg], now: u64, reo_wnd: u64, force: bool) {
         let (rack, advanced) = (b.rack, b.rack.advanced || force);
         let timeout = b.rack_detect_loss(SimTime(now), SimDuration(reo_wnd), force);
-        let sent_before = |s: &Seg| sent_after(rack.xmit, rack.end_seq, s.sent_at, s.end);
+        let sent_before = |s: &Seg| sent_after(rack.xmit, rack.end_seq, s.sent_at, s.end());
         let due_at = |s: &Seg| s.sent_at + rack.rtt + SimDuration(reo_wnd);
         let mut expected_timeout = None;
         for (s0, s1) in before.iter().zip(b.segs.iter()) {
             let hit = advanced && in_flight(s0) && sent_before(s0);
             if hit && due_at(s0) <= SimTime(now) {
                 assert!(
-                    s1.lost && !s1.rtx_in_flight,
+                    s1.lost() && !s1.rtx_in_flight(),
                     "segment at {} sent at {:?} not marked lost by RACK {rack:?}",
                     s0.start,
                     s0.sent_at
                 );
             } else {
-                assert_eq!((s0.lost, s0.rtx_in_flight), (s1.lost, s1.rtx_in_flight), "segment at {} changed", s0.start);
+                assert_eq!((s0.lost(), s0.rtx_in_flight()), (s1.lost(), s1.rtx_in_flight()), "segment at {} changed", s0.start);
                 if hit {
                     let left = due_at(s0) - SimTime(now);
                     expected_timeout = Some(left.max(expected_timeout.unwrap_or(SimDuration::ZERO)));
@@ -809,23 +884,21 @@ mod tests {
         b.begin_ack(SimTime(now), SimDuration(3));
         match *op {
             Op::Send { len, fin } => {
-                if b.segs.back().is_some_and(|s| s.fin) {
+                if b.segs.back().is_some_and(|s| s.fin()) {
                     return; // nothing follows a FIN
                 }
-                let start = b.segs.back().map_or(b.lost_mark.max(b.rtx_hint), |s| s.end);
-                let mut s = seg(0);
-                (s.start, s.end, s.sent_at, s.fin) = (start, start + len, SimTime(now), fin);
-                b.push(s);
+                let start = b.segs.back().map_or(b.lost_mark.max(b.rtx_hint), |s| s.end());
+                b.push(Seg::new(start, len as u32, SimTime(now), fin, NO_TAG));
             }
             Op::CumAck { at } => {
                 let ack = seq_at(b, at);
                 let info = b.cum_ack(ack);
-                let gone: Vec<&Seg> = before.iter().filter(|s| s.end <= ack).collect();
-                let trimmed = before.iter().find(|s| s.start < ack && ack < s.end).map_or(0, |s| ack - s.start);
+                let gone: Vec<&Seg> = before.iter().filter(|s| s.end() <= ack).collect();
+                let trimmed = before.iter().find(|s| s.start < ack && ack < s.end()).map_or(0, |s| ack - s.start);
                 assert_eq!(info.bytes, gone.iter().map(|s| s.len()).sum::<u64>() + trimmed);
-                assert_eq!(info.fin_acked, gone.iter().any(|s| s.fin));
-                let karn = gone.iter().any(|s| s.retransmitted);
-                let sample = gone.iter().find(|s| !s.retransmitted && !s.sacked).map(|s| s.sent_at);
+                assert_eq!(info.fin_acked, gone.iter().any(|s| s.fin()));
+                let karn = gone.iter().any(|s| s.retransmitted());
+                let sample = gone.iter().find(|s| !s.retransmitted() && !s.sacked()).map(|s| s.sent_at);
                 assert_eq!(info.rtt_from, if karn { None } else { sample });
             }
             Op::Sack { from, to } => {
@@ -837,7 +910,7 @@ mod tests {
             }
             Op::SackGrow { by } => {
                 if let Some((start, end)) = *last_sack {
-                    let top = b.segs.back().map_or(end, |s| s.end);
+                    let top = b.segs.back().map_or(end, |s| s.end());
                     let end = end + ((top.saturating_sub(end)) as f64 * by) as u64;
                     let start = start.max(b.segs.front().map_or(start, |s| s.start));
                     if start < end {
@@ -847,26 +920,30 @@ mod tests {
                 }
             }
             Op::MarkLostBySack { dupthresh } => {
-                let mut sacked_starts: Vec<u64> = before.iter().filter(|s| s.sacked).map(|s| s.start).collect();
+                let mut sacked_starts: Vec<u64> = before.iter().filter(|s| s.sacked()).map(|s| s.start).collect();
                 sacked_starts.reverse();
                 let threshold = sacked_starts.get(dupthresh - 1).copied();
                 let lost_mark = b.lost_mark;
                 let head_lost = b.mark_lost_by_sack(dupthresh);
                 if let Some(t) = threshold {
                     for s in b.segs.iter().filter(|s| s.start >= lost_mark && s.start < t) {
-                        assert!(s.lost || s.sacked || s.rtx_in_flight, "segment at {} below the threshold {t} not lost", s.start);
+                        assert!(
+                            s.lost() || s.sacked() || s.rtx_in_flight(),
+                            "segment at {} below the threshold {t} not lost",
+                            s.start
+                        );
                     }
                 }
-                assert_eq!(head_lost, b.segs.front().is_some_and(|s| s.lost && !s.sacked));
+                assert_eq!(head_lost, b.segs.front().is_some_and(|s| s.lost() && !s.sacked()));
             }
             Op::MarkHeadLost => b.mark_head_lost(),
             Op::MarkAllLost => {
                 b.mark_all_lost();
-                assert!(b.segs.iter().all(|s| s.sacked || (s.lost && !s.rtx_in_flight)));
+                assert!(b.segs.iter().all(|s| s.sacked() || (s.lost() && !s.rtx_in_flight())));
             }
             Op::RackDetect { reo_wnd, force } => check_rack_detect(b, &before, now, reo_wnd, force),
             Op::Retransmit => {
-                let naive = before.iter().find(|s| s.lost && !s.sacked && !s.rtx_in_flight).map(|s| s.start);
+                let naive = before.iter().find(|s| s.lost() && !s.sacked() && !s.rtx_in_flight()).map(|s| s.start);
                 let next = b.next_lost();
                 assert_eq!(next.map(|s| s.start), naive, "the first segment due for retransmission");
                 if let Some(s) = next {
@@ -879,12 +956,12 @@ mod tests {
     /// SACKs `[start, end)` and checks that exactly the unSACKed segments
     /// inside it became SACKed, whatever blocks were applied before.
     fn check_sack(b: &mut Scoreboard, before: &[Seg], start: u64, end: u64) {
-        let newly: Vec<&Seg> = before.iter().filter(|s| s.start >= start && s.end <= end && !s.sacked).collect();
+        let newly: Vec<&Seg> = before.iter().filter(|s| s.start >= start && s.end() <= end && !s.sacked()).collect();
         let info = b.sack(start, end);
         assert_eq!(info.bytes, newly.iter().map(|s| s.len()).sum::<u64>());
-        assert_eq!(info.oldest, newly.iter().filter(|s| !s.retransmitted).map(|s| s.sent_at).min());
-        assert_eq!(info.newest, newly.iter().filter(|s| !s.retransmitted).map(|s| s.sent_at).max());
-        assert!(b.segs.iter().filter(|s| s.start >= start && s.end <= end).all(|s| s.sacked));
+        assert_eq!(info.oldest, newly.iter().filter(|s| !s.retransmitted()).map(|s| s.sent_at).min());
+        assert_eq!(info.newest, newly.iter().filter(|s| !s.retransmitted()).map(|s| s.sent_at).max());
+        assert!(b.segs.iter().filter(|s| s.start >= start && s.end() <= end).all(|s| s.sacked()));
     }
 
     proptest::proptest! {

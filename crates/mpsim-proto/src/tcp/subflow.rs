@@ -60,9 +60,10 @@ pub struct Subflow {
     pub snd_nxt: u64,
     /// End of the data the application has written.
     snd_limit: u64,
-    /// Writes that must leave as segments of their own (MPTCP mappings),
-    /// oldest first, as (end, tag); empty for a plain byte stream.
-    write_ends: VecDeque<(u64, u64)>,
+    /// Writes not yet sent that must leave as segments of their own (MPTCP
+    /// mappings), oldest first, as (end, tag, length); empty for a plain
+    /// byte stream. Once sent, the scoreboard's segments carry the tags.
+    write_ends: VecDeque<(u64, u64, u32)>,
     /// Tag of the segment built last (`NO_TAG` for none or a pure ACK).
     last_tag: u64,
     close_requested: bool,
@@ -78,7 +79,9 @@ pub struct Subflow {
     /// The handshake completed once (a closed subflow then resets what arrives).
     was_synchronised: bool,
     /// A reset to send for a segment that arrived after the close.
-    reset_reply: Option<Packet>,
+    /// Boxed: rarely set, and a header inline would add 200 bytes to
+    /// every subflow.
+    reset_reply: Option<Box<Packet>>,
     /// Both ends use the timestamps option (RFC 7323 section 3.2).
     ts_on: bool,
     /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
@@ -320,8 +323,19 @@ impl Subflow {
     /// an skb entailed on a Linux subflow). At most one MSS. The segment,
     /// and every retransmission of it, reports `tag` through `last_tag`.
     pub fn send_segment(&mut self, bytes: u64, tag: u64) {
+        let start = self.snd_limit;
         self.send(bytes);
-        self.write_ends.push_back((self.snd_limit, tag));
+        let len = (self.snd_limit - start).min(u32::MAX as u64) as u32;
+        self.write_ends.push_back((self.snd_limit, tag, len));
+    }
+
+    /// The tagged bytes written and not cumulatively acknowledged, oldest
+    /// first, as (tag, length): each tagged segment in flight (its tag and
+    /// what is left of it after a partial ACK), then each tagged write not
+    /// yet sent whole. A write sent in two segments appears more than once.
+    pub fn unacked_tagged(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        let sent = self.sb.iter().filter(|s| s.tag != NO_TAG).map(|s| (s.tag, s.len() as u32)); // at most one MSS
+        sent.chain(self.write_ends.iter().map(|&(_, tag, len)| (tag, len)))
     }
 
     /// The tag written with the segment built last, if it carried one.
@@ -758,7 +772,7 @@ impl Subflow {
                 // RFC 9293 3.10.7.1: a segment for a connection that no
                 // longer exists is answered by a reset.
                 if self.was_synchronised {
-                    self.reset_reply = Some(super::rst_reply(pkt, self.cfg.header_bytes));
+                    self.reset_reply = Some(Box::new(super::rst_reply(pkt, self.cfg.header_bytes)));
                 }
                 return;
             }
@@ -1323,7 +1337,7 @@ impl Subflow {
 
     pub fn poll_transmit(&mut self, now: SimTime, cc: &mut CcCtx) -> Option<Packet> {
         if self.state == TcpState::Closed {
-            return self.reset_reply.take();
+            return self.reset_reply.take().map(|p| *p);
         }
         let Some(tx) = self.next_tx(now, cc) else {
             // A persist timer may have been armed.
@@ -1341,7 +1355,7 @@ impl Subflow {
     /// is nothing to send.
     pub fn poll_transmit_into(&mut self, now: SimTime, cc: &mut CcCtx, out: &mut Vec<Packet>) -> bool {
         if self.state == TcpState::Closed {
-            return self.reset_reply.take().map(|p| out.push(p)).is_some();
+            return self.reset_reply.take().map(|p| out.push(*p)).is_some();
         }
         let Some(tx) = self.next_tx(now, cc) else {
             // A persist timer may have been armed.
@@ -1384,7 +1398,7 @@ impl Subflow {
     #[inline(always)]
     fn build(&mut self, tx: Tx, now: SimTime) -> Packet {
         self.last_tag = match tx {
-            Tx::Retransmit(seg) => seg.tag,
+            Tx::Retransmit(seg) => seg.written_tag(),
             Tx::New(_) => self.write_ends.front().map_or(NO_TAG, |w| w.1),
             _ => NO_TAG,
         };
@@ -1460,7 +1474,7 @@ impl Subflow {
             return Some(Tx::Fin);
         }
         if self.cfg.sack && cc.me().ca_state == CaState::Recovery && !self.rescue_done {
-            if let Some(seg) = self.sb.last_unsacked().filter(|s| !s.rtx_in_flight && room(s.len())) {
+            if let Some(seg) = self.sb.last_unsacked().filter(|s| !s.rtx_in_flight() && room(s.len())) {
                 // RFC 6675 NextSeg rule 4: one rescue retransmission per episode.
                 self.rescue_done = true;
                 return Some(Tx::Retransmit(seg));
@@ -1487,17 +1501,8 @@ impl Subflow {
         while self.write_ends.front().is_some_and(|w| w.0 <= self.snd_nxt) {
             self.write_ends.pop_front();
         }
-        self.sb.push(Seg {
-            start: seq,
-            end: seq + len,
-            sent_at: now,
-            fin: false,
-            retransmitted: false,
-            rtx_in_flight: false,
-            sacked: false,
-            lost: false,
-            tag: self.last_tag,
-        });
+        // `len` is at most the MSS, a u32.
+        self.sb.push(Seg::new(seq, len as u32, now, false, self.last_tag));
         self.stats.bytes_sent += len;
         self.after_send(now);
         let mut p = self.segment(seq, len as u32, TcpFlags::ACK | TcpFlags::PSH, now);
@@ -1508,17 +1513,7 @@ impl Subflow {
     fn fin_segment(&mut self, now: SimTime) -> Packet {
         let seq = self.snd_nxt;
         self.fin_sent = true;
-        self.sb.push(Seg {
-            start: seq,
-            end: seq + 1,
-            sent_at: now,
-            fin: true,
-            retransmitted: false,
-            rtx_in_flight: false,
-            sacked: false,
-            lost: false,
-            tag: NO_TAG,
-        });
+        self.sb.push(Seg::new(seq, 1, now, true, NO_TAG));
         self.state = match self.state {
             TcpState::Established => TcpState::FinWait1,
             TcpState::CloseWait => TcpState::LastAck,
@@ -1539,12 +1534,12 @@ impl Subflow {
             self.arm_rto(now);
         }
         self.sb.on_retransmit(seg.start, now);
-        let len = if seg.fin { 0 } else { seg.len() };
+        let len = if seg.fin() { 0 } else { seg.len() };
         self.stats.bytes_sent += len;
         self.stats.retransmitted_bytes += len;
         self.stats.retransmitted_segs += 1;
         self.after_send(now);
-        let flags = if seg.fin { TcpFlags::ACK | TcpFlags::FIN } else { TcpFlags::ACK | TcpFlags::PSH };
+        let flags = if seg.fin() { TcpFlags::ACK | TcpFlags::FIN } else { TcpFlags::ACK | TcpFlags::PSH };
         self.segment(seg.start, len as u32, flags, now)
     }
 

@@ -1184,3 +1184,22 @@ fn the_reordering_timer_survives_an_ack_that_delivers_nothing_and_then_finds_the
     assert_eq!(out.first().map(|p| p.seq), Some(1));
     assert_eq!(c.sf.stats.timeouts, 0);
 }
+
+/// What MPTCP reinjects from a subflow: each tagged write not yet
+/// acknowledged, once and in order, whether in flight or not yet sent.
+#[test]
+fn tagged_writes_not_yet_acknowledged_are_listed_in_order() {
+    let mut p = Pair::new(TcpConfig::default(), "reno");
+    p.run_until(SimTime::from_secs_f64(0.05));
+    let mss = p.cfg.mss_bytes as u64;
+    let tag = |k: u64| 1_000_000 + k * mss;
+    for k in 0..40 {
+        p.client.sf.send_segment(mss, tag(k));
+    }
+    p.run_until(p.now + SimDuration::from_millis(25));
+    let (una, nxt, written) = (p.client.sf.snd_una(), p.client.sf.snd_nxt, p.client.sf.write_seq());
+    assert!(una > 1 + mss && nxt < written, "some writes acknowledged and some not yet sent: {una} {nxt} {written}");
+    // Write k holds subflow bytes [1 + k * mss, 1 + (k + 1) * mss).
+    let expected: Vec<(u64, u32)> = (0..40).filter(|k| 1 + (k + 1) * mss > una).map(|k| (tag(k), mss as u32)).collect();
+    assert_eq!(p.client.sf.unacked_tagged().collect::<Vec<_>>(), expected);
+}

@@ -149,6 +149,7 @@ pub struct PacketPool {
 }
 
 /// Puts `x` in a free entry of `table` (or a new one) and returns its index.
+#[inline(always)]
 fn put<T>(table: &mut Vec<T>, free: &mut Vec<u32>, x: T) -> u32 {
     if let Some(i) = free.pop() {
         table[i as usize] = x;
@@ -167,13 +168,7 @@ impl PacketPool {
     /// Copies `p` into a free slot (the header is copied once).
     pub fn alloc(&mut self, p: &Packet) -> PacketId {
         let slot = self.store(p);
-        if let Some(i) = self.free.pop() {
-            self.slots[i as usize] = slot;
-            PacketId(i)
-        } else {
-            self.slots.push(slot);
-            PacketId(self.slots.len() as u32 - 1)
-        }
+        PacketId(put(&mut self.slots, &mut self.free, slot))
     }
 
     fn store(&mut self, p: &Packet) -> StoredPacket {

@@ -27,6 +27,7 @@
 
 use crate::loss::LossModel;
 use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
+use crate::routing::FlowKey;
 use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
 
@@ -80,6 +81,30 @@ struct InFlight {
     pid: PacketId,
     wire_bytes: u32,
     lost: bool,
+    ect: bool,
+    key: FlowKey,
+}
+
+impl InFlight {
+    fn new(arrival: SimTime, p: &QPkt, lost: bool) -> Self {
+        InFlight { arrival, pid: p.pid, wire_bytes: p.wire_bytes, lost, ect: p.ect, key: p.key }
+    }
+}
+
+/// The packet arriving at the far end of a direction, with what a switch
+/// needs to send it on: the 5-tuple and size travel with it through the
+/// pipe, so forwarding need not read the packet itself (on a large fabric
+/// that read is a cache miss at nearly every hop).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrived {
+    pub pid: PacketId,
+    /// False when the loss model took it on the wire.
+    pub survived: bool,
+    /// When the next packet in the pipe arrives.
+    pub next: Option<SimTime>,
+    pub key: FlowKey,
+    pub wire_bytes: u32,
+    pub ect: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -106,30 +131,34 @@ pub enum EnqueueOutcome {
     Dropped,
 }
 
+/// Fields in declaration order (`repr(C)`), those an offer and an arrival
+/// read first: on a large fabric a direction is evicted from the caches
+/// between two of its packets, so each line its hot fields span is a miss.
+#[repr(C)]
 pub struct LinkDir {
-    pub params: LinkDirParams,
-    pub stats: DirStats,
+    busy_until: SimTime,
+    pipe: VecDeque<InFlight>,
+    waiting: VecDeque<Waiting>,
+    waiting_bytes: u64,
+    /// Picoseconds per byte at `cached_rate_bps` when that divides
+    /// 8 bit x 10^12 ps exactly, else 0: two 64-bit divisions per packet
+    /// saved, which cost tens of cycles each.
+    ps_per_byte: u64,
+    /// The rate `ps_per_byte` was computed for (`params` is public and
+    /// changes with link events, so the cache checks it).
+    cached_rate_bps: u64,
     /// Bumped whenever pending arrival events become invalid.
     pub generation: u32,
     /// Bumped when the link goes down: jittered packets still travelling
     /// are lost (a re-timing leaves them alone).
     pub jitter_generation: u32,
-    rng: SimRng,
-    busy_until: SimTime,
-    pipe: VecDeque<InFlight>,
-    waiting: VecDeque<Waiting>,
-    waiting_bytes: u64,
+    pub params: LinkDirParams,
     qdisc: Qdisc,
     /// Packets the discipline dropped or marked since the engine last
     /// looked (it drains this after every call).
     pub aqm: Vec<(PacketId, AqmAction)>,
-    /// The rate `ps_per_byte` was computed for (`params` is public and
-    /// changes with link events, so the cache checks it).
-    cached_rate_bps: u64,
-    /// Picoseconds per byte at `cached_rate_bps` when that divides
-    /// 8 bit x 10^12 ps exactly, else 0: two 64-bit divisions per packet
-    /// saved, which cost tens of cycles each.
-    ps_per_byte: u64,
+    pub stats: DirStats,
+    rng: SimRng,
 }
 
 impl LinkDir {
@@ -224,7 +253,7 @@ impl LinkDir {
 
     /// Offers packet `pid` of `wire_bytes` at `now` (not ECN-capable, flow 0).
     pub fn enqueue(&mut self, now: SimTime, pid: PacketId, wire_bytes: u32) -> EnqueueOutcome {
-        self.offer(now, QPkt { pid, wire_bytes, flow_hash: 0, ect: false, enqueued: now })
+        self.offer(now, QPkt { pid, wire_bytes, flow_hash: 0, ect: false, enqueued: now, key: FlowKey::default() })
     }
 
     /// Offers a packet at `now`. A mark the discipline sets on it is listed
@@ -281,7 +310,7 @@ impl LinkDir {
         }
         let arrival = (tx_end + self.params.delay).max(self.last_arrival());
         let was_empty = self.pipe.is_empty();
-        self.pipe.push_back(InFlight { arrival, pid, wire_bytes, lost });
+        self.pipe.push_back(InFlight::new(arrival, &pkt, lost));
         EnqueueOutcome::Accepted { schedule: was_empty.then_some(arrival) }
     }
 
@@ -357,7 +386,7 @@ impl LinkDir {
             self.stats.busy_ps += tx.as_ps();
             let lost = self.lose();
             let arrival = (self.busy_until + self.params.delay).max(self.last_arrival());
-            self.pipe.push_back(InFlight { arrival, pid: p.pid, wire_bytes: p.wire_bytes, lost });
+            self.pipe.push_back(InFlight::new(arrival, &p, lost));
         }
     }
 
@@ -373,7 +402,7 @@ impl LinkDir {
     /// Removes the packet arriving now (the head of the pipe). Returns it,
     /// whether it survived the wire, and the time of the next arrival.
     #[inline(always)]
-    pub fn pop_arrival(&mut self) -> (PacketId, bool, Option<SimTime>) {
+    pub fn pop_arrival(&mut self) -> Arrived {
         // The engine only calls this at the head's arrival time for the
         // current generation, so the pipe is non-empty.
         if self.qdisc.holds_packets() {
@@ -389,7 +418,14 @@ impl LinkDir {
         } else {
             self.stats.rx_bytes += head.wire_bytes as u64;
         }
-        (head.pid, !head.lost, self.pipe.front().map(|f| f.arrival))
+        Arrived {
+            pid: head.pid,
+            survived: !head.lost,
+            next: self.pipe.front().map(|f| f.arrival),
+            key: head.key,
+            wire_bytes: head.wire_bytes,
+            ect: head.ect,
+        }
     }
 
     /// Takes the link down at `now`: everything queued or on the wire is
@@ -461,6 +497,7 @@ impl LinkDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mpsim_core::Addr;
 
     fn dir(bw: u64, delay_ms: u64, q: QueueLimit) -> LinkDir {
         LinkDir::new(
@@ -485,7 +522,45 @@ mod tests {
         // A second packet queues behind the first.
         let out2 = d.enqueue(SimTime::ZERO, PacketId(1), 1514);
         assert_eq!(out2, EnqueueOutcome::Accepted { schedule: None });
-        assert_eq!(d.pop_arrival(), (PacketId(0), true, Some(t + SimDuration(1_211_200_000))));
+        let a = d.pop_arrival();
+        assert_eq!((a.pid, a.survived, a.next), (PacketId(0), true, Some(t + SimDuration(1_211_200_000))));
+    }
+
+    /// Each packet's 5-tuple, size and ECN capability come out of the pipe
+    /// with it, in order, whether the FIFO is computed (drop-tail) or held
+    /// by a scheduling discipline (CoDel): the engine forwards by them
+    /// without reading the packet.
+    #[test]
+    fn a_packets_header_fields_travel_with_it_through_the_link() {
+        let base = dir(10_000_000, 1, QueueLimit::Packets(10));
+        let codel = crate::qdisc::CodelParams { target: SimDuration::from_secs(1_000), ..Default::default() };
+        for mut d in [
+            base,
+            LinkDir::with_qdisc(dir(10_000_000, 1, QueueLimit::Packets(10)).params, SimRng::new(1, 1), QdiscConfig::Codel(codel)),
+        ] {
+            let key = |i: u32| FlowKey {
+                src: Addr(i),
+                dst: Addr(100 + i),
+                sport: 1000 + i as u16,
+                dport: 80,
+                proto: if i.is_multiple_of(2) { 6 } else { 132 },
+            };
+            for i in 0..4u32 {
+                let q = QPkt {
+                    pid: PacketId(i),
+                    wire_bytes: 100 + i,
+                    flow_hash: 0,
+                    ect: i == 2,
+                    enqueued: SimTime::ZERO,
+                    key: key(i),
+                };
+                assert!(matches!(d.offer(SimTime::ZERO, q), EnqueueOutcome::Accepted { .. }));
+            }
+            for i in 0..4u32 {
+                let a = d.pop_arrival();
+                assert_eq!((a.pid, a.key, a.wire_bytes, a.ect, a.survived), (PacketId(i), key(i), 100 + i, i == 2, true));
+            }
+        }
     }
 
     #[test]
@@ -589,7 +664,7 @@ mod tests {
         let head = d.retime(SimTime(1_000_000_000));
         assert_eq!(head, Some(SimTime(8_000_000_000)));
         d.pop_arrival();
-        assert_eq!(d.pop_arrival().2, Some(SimTime(16_000_000_000)));
+        assert_eq!(d.pop_arrival().next, Some(SimTime(16_000_000_000)));
     }
 
     /// One step offered to a link direction, `dt_us` after the previous one.
@@ -731,7 +806,7 @@ mod tests {
         let mut now = SimTime::ZERO;
         let run_until = |d: &mut LinkDir, next: &mut Option<SimTime>, t: SimTime, out: &mut Vec<(u32, SimTime)>| {
             while let Some(at) = next.filter(|&at| at <= t) {
-                let (pid, ok, following) = d.pop_arrival();
+                let Arrived { pid, survived: ok, next: following, .. } = d.pop_arrival();
                 assert!(ok);
                 out.push((pid.0, at));
                 *next = following;

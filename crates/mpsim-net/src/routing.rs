@@ -65,7 +65,7 @@ const GROUP_BIT: u32 = 1 << 31;
 const NONE: u32 = u32::MAX;
 
 /// The fields of a packet an ECMP hash reads (the 5-tuple).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct FlowKey {
     pub src: Addr,
     pub dst: Addr,

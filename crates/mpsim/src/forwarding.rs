@@ -7,10 +7,9 @@
 //! routers along them, matched on the 5-tuple ahead of the tables.
 
 use crate::flows::Demux;
-use crate::sim::{demux_key, Ev, Simulation};
+use crate::sim::{demux_key, Ev, Hop, Simulation};
 use crate::spec::{ForwardingSpec, Spec};
-use mpsim_core::pool::StoredPacket;
-use mpsim_core::{NodeId, PacketId, Proto, SimDuration};
+use mpsim_core::{NodeId, PacketId, SimDuration};
 use mpsim_net::{iface_of_addr, FlowKey, ForwardingMode, RouteConfig, Routes, Topology};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
@@ -70,6 +69,15 @@ fn tuple(k: &FlowKey) -> (u128, u8) {
     (demux_key(k.src, k.sport, k.dst, k.dport), k.proto)
 }
 
+/// The name of an IP protocol number the engine sends.
+pub(crate) fn proto_name(ip_number: u8) -> &'static str {
+    match ip_number {
+        6 => "tcp",
+        132 => "sctp",
+        _ => "udp",
+    }
+}
+
 fn mode(f: ForwardingSpec) -> ForwardingMode {
     match f {
         ForwardingSpec::Shortest => ForwardingMode::Shortest,
@@ -96,26 +104,26 @@ impl Forwarding {
     }
 }
 
-/// The 5-tuple an ECMP node hashes.
-fn flow_key(p: &StoredPacket) -> FlowKey {
-    let proto = if p.proto == Proto::Tcp { 6 } else { 17 };
-    FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto }
-}
-
 impl Simulation {
     /// A switch or router sends `pid` on towards its destination, or drops
     /// it when it has no route.
-    #[inline]
     pub(crate) fn forward(&mut self, node: NodeId, pid: PacketId) {
-        let p = self.pool.get(pid);
-        let pinned = if self.forwarding.pins.is_some() { self.pinned_dir(node, &flow_key(p)) } else { None };
-        let p = self.pool.get(pid);
-        match pinned.or_else(|| self.routes.next_dir_with(node, p.dst, || flow_key(p))) {
+        let hop = Hop::of(self.pool.get(pid));
+        self.forward_hop(node, pid, &hop);
+    }
+
+    /// As `forward`, with what the packet carries through the link (its
+    /// 5-tuple and size) already at hand: the packet itself is not read.
+    #[inline]
+    pub(crate) fn forward_hop(&mut self, node: NodeId, pid: PacketId, hop: &Hop) {
+        let key = &hop.key;
+        let pinned = if self.forwarding.pins.is_some() { self.pinned_dir(node, key) } else { None };
+        match pinned.or_else(|| self.routes.next_dir_with(node, key.dst, || *key)) {
             Some(d) => {
                 if self.forwarding.paths.is_some() {
-                    self.trace_hop(&flow_key(self.pool.get(pid)), d);
+                    self.trace_hop(key, d);
                 }
-                self.transmit(d, pid)
+                self.transmit_hop(d, pid, hop)
             }
             None => {
                 self.no_route_drops += 1;
@@ -292,7 +300,7 @@ impl Simulation {
                 "sport": e.key.sport,
                 "dst": self.iface_name(e.key.dst),
                 "dport": e.key.dport,
-                "proto": if e.key.proto == 6 { "tcp" } else { "udp" },
+                "proto": proto_name(e.key.proto),
                 "links": e.dirs.iter().map(|&d| self.links[(d / 2) as usize].name.clone()).collect::<Vec<_>>(),
             })
         });

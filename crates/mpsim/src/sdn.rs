@@ -8,6 +8,7 @@
 //! packet-out). A full buffer drops the packet. Decisions are traced for
 //! the summary's `controller` section.
 
+use crate::forwarding::proto_name;
 use crate::sim::{demux_key, BuildError, Ev, Simulation};
 use crate::spec::{AppSpec, ControllerSpec, Spec};
 use mpsim_core::mptcp::MpOption;
@@ -236,8 +237,7 @@ impl Sdn {
 }
 
 fn flow_key(p: &Packet) -> FlowKey {
-    let proto = if p.proto == Proto::Tcp { 6 } else { 17 };
-    FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto }
+    FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto: p.proto.ip_number() }
 }
 
 fn tuple(k: &FlowKey) -> (u128, u8) {
@@ -522,7 +522,7 @@ impl Simulation {
                         "sport": r.key.sport,
                         "dst": r.key.dst.to_string(),
                         "dport": r.key.dport,
-                        "proto": if r.key.proto == 6 { "tcp" } else { "udp" },
+                        "proto": proto_name(r.key.proto),
                         "opening": if r.opening == Opening::Join { "mp_join" } else { "first" },
                         "links": r.path.as_ref().map(|p| p.iter().map(|&d| self.links[(d / 2) as usize].name.clone()).collect::<Vec<_>>()),
                         "path_index": r.path_index,
@@ -647,7 +647,7 @@ impl Simulation {
             dst: iface(p.dst),
             sport: p.sport,
             dport: p.dport,
-            proto: if p.proto == Proto::Tcp { "tcp" } else { "udp" },
+            proto: proto_name(p.proto.ip_number()),
             opening: if w.opening == Opening::Join { "mp_join" } else { "first" },
             token,
             flow: w.connection.map(|(f, _)| self.flows[f as usize].spec.name.clone()),

@@ -7,9 +7,10 @@ use crate::endpoint::EpKind;
 use crate::flows::{Demux, Endpoint, Flow};
 use crate::report::Sampler;
 use mpsim_core::mptcp::MpOption;
+use mpsim_core::pool::StoredPacket;
 use mpsim_core::{Addr, EventQueue, LinkId, NodeId, Packet, PacketId, PacketPool, SimTime};
 use mpsim_net::qdisc::{flow_hash, QPkt};
-use mpsim_net::{iface_of_addr, AqmAction, EnqueueOutcome, LinkDir, NodeKind, Routes, Topology};
+use mpsim_net::{iface_of_addr, AqmAction, EnqueueOutcome, FlowKey, LinkDir, NodeKind, Routes, Topology};
 use mpsim_proto::MptcpEvent;
 use rustc_hash::FxHashMap;
 
@@ -145,6 +146,24 @@ pub(crate) struct Capture {
     pub writer: crate::pcap::PcapWriter<Vec<u8>>,
 }
 
+/// What the engine needs of a packet to send it over a link: its 5-tuple
+/// (for forwarding and flow-aware queues), size and ECN capability. It
+/// travels with the packet through each link ([`mpsim_net::link::Arrived`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hop {
+    pub key: FlowKey,
+    pub wire_bytes: u32,
+    pub ect: bool,
+}
+
+impl Hop {
+    #[inline(always)]
+    pub(crate) fn of(p: &StoredPacket) -> Hop {
+        let key = FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto: p.proto.ip_number() };
+        Hop { key, wire_bytes: p.wire_bytes, ect: p.ecn.is_ect() }
+    }
+}
+
 /// Wire bytes of an RST without options (Ethernet 14, IPv4 20, TCP 20).
 const TCP_RST_WIRE_BYTES: u32 = 54;
 
@@ -270,16 +289,16 @@ impl Simulation {
         if d.generation != generation || d.in_flight() == 0 {
             return;
         }
-        let (pid, survived, next) = d.pop_arrival();
-        if let Some(t) = next {
+        let a = d.pop_arrival();
+        if let Some(t) = a.next {
             self.queue.push(t, Ev::Arrival { dir, generation });
         }
         self.settle_aqm(dir);
-        if !survived {
-            self.pool.free(pid);
+        if !a.survived {
+            self.pool.free(a.pid);
             return;
         }
-        self.arrive(dir, pid);
+        self.arrive(dir, a.pid, &Hop { key: a.key, wire_bytes: a.wire_bytes, ect: a.ect });
     }
 
     fn on_jittered(&mut self, dir: u32, generation: u32, pid: PacketId) {
@@ -289,13 +308,14 @@ impl Simulation {
             return;
         }
         d.on_jittered_arrival(self.pool.get(pid).wire_bytes);
-        self.arrive(dir, pid);
+        let hop = Hop::of(self.pool.get(pid));
+        self.arrive(dir, pid, &hop);
     }
 
     /// Inlined into the event loop with `forward`: a call and its saved
     /// registers less on every hop.
     #[inline(always)]
-    fn arrive(&mut self, dir: u32, pid: PacketId) {
+    fn arrive(&mut self, dir: u32, pid: PacketId, hop: &Hop) {
         let node = self.dir_far_node(dir);
         if self.nodes[node.index()].kind == NodeKind::Host {
             if !self.captures.is_empty() {
@@ -305,7 +325,7 @@ impl Simulation {
         } else if self.sdn.as_ref().is_some_and(|s| s.steers(node)) {
             self.sdn_forward(node, dir, pid);
         } else {
-            self.forward(node, pid);
+            self.forward_hop(node, pid, hop);
         }
     }
 
@@ -317,20 +337,31 @@ impl Simulation {
         }
     }
 
+    /// Sends packet `pid` over direction `dir`, reading what the link needs
+    /// from the packet.
     pub(crate) fn transmit(&mut self, dir: u32, pid: PacketId) {
-        if self.links[(dir / 2) as usize].strip_mptcp {
+        let hop = Hop::of(self.pool.get(pid));
+        self.transmit_hop(dir, pid, &hop);
+    }
+
+    /// Sends packet `pid`, whose 5-tuple and size are `hop`, over `dir`.
+    pub(crate) fn transmit_hop(&mut self, dir: u32, pid: PacketId, hop: &Hop) {
+        let stripped;
+        let hop = if self.links[(dir / 2) as usize].strip_mptcp {
             self.pool.update(pid, |p| {
                 p.wire_bytes -= p.ext.option_bytes();
                 p.ext = Default::default();
             });
-        }
-        let p = self.pool.get(pid);
-        // One lookup of the direction for the whole offer: the pool and the
-        // directions are borrowed apart.
+            stripped = Hop { wire_bytes: self.pool.get(pid).wire_bytes, ..*hop };
+            &stripped
+        } else {
+            hop
+        };
         let d = &mut self.dirs[dir as usize];
         // Hashing every packet's 5-tuple costs where no discipline reads it.
-        let flow_hash = if d.uses_flow_hash() { flow_hash(p.src.0, p.dst.0, p.sport, p.dport, p.proto.ip_number()) } else { 0 };
-        let q = QPkt { pid, wire_bytes: p.wire_bytes, flow_hash, ect: p.ecn.is_ect(), enqueued: self.now };
+        let k = &hop.key;
+        let flow_hash = if d.uses_flow_hash() { flow_hash(k.src.0, k.dst.0, k.sport, k.dport, k.proto) } else { 0 };
+        let q = QPkt { pid, wire_bytes: hop.wire_bytes, flow_hash, ect: hop.ect, enqueued: self.now, key: hop.key };
         let outcome = d.offer(self.now, q);
         let (generation, jitter_generation) = (d.generation, d.jitter_generation);
         if !d.aqm.is_empty() {

@@ -169,6 +169,21 @@ fn record_paths_lists_the_links_each_subflow_crossed() {
     assert_eq!(s["links"], plain["links"]);
 }
 
+/// SCTP packets are hashed and recorded with their own protocol number
+/// (132), not as UDP.
+#[test]
+fn record_paths_names_the_protocol_of_an_sctp_association() {
+    let mut spec = leaf_spine("ecmp", 1);
+    spec["flows"] = json!([{"name": "sc", "transport": "cmt", "client": "client", "server": "server",
+        "app": download(Some(200_000)), "start_ps": 0, "cc": "reno", "rcvbuf_bytes": 1u64 << 20,
+        "variant": "cmt", "rbuf_bytes": 64_000}]);
+    spec["record"]["paths"] = json!(true);
+    let (_, s) = run(&spec).expect("spec builds");
+    let paths = s["paths"].as_array().expect("a paths section");
+    assert!(!paths.is_empty());
+    assert!(paths.iter().all(|p| p["flow"] == "sc" && p["proto"] == "sctp"), "{paths:?}");
+}
+
 /// client - r1 - {m1, m2} - r2 - server, 100 Mbps, 1 ms per link: two
 /// equal paths, the tables take m1 (the lower link index).
 fn diamond(flow: Value) -> Value {

@@ -201,7 +201,7 @@ mod tests {
     }
 
     fn pkt(i: u32, at: SimTime, ect: bool) -> QPkt {
-        QPkt { pid: PacketId(i), wire_bytes: 1000, flow_hash: 0, ect, enqueued: at }
+        QPkt { pid: PacketId(i), wire_bytes: 1000, flow_hash: 0, ect, enqueued: at, key: Default::default() }
     }
 
     /// A standing queue: the head has always waited 50 ms or more; one dequeue per

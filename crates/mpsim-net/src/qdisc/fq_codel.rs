@@ -216,7 +216,7 @@ mod tests {
     use mpsim_core::SimDuration;
 
     fn pkt(i: u32, flow: u64, bytes: u32, at: SimTime) -> QPkt {
-        QPkt { pid: PacketId(i), wire_bytes: bytes, flow_hash: flow, ect: false, enqueued: at }
+        QPkt { pid: PacketId(i), wire_bytes: bytes, flow_hash: flow, ect: false, enqueued: at, key: Default::default() }
     }
 
     /// Two flows that keep their queues full, one with 1514-byte packets

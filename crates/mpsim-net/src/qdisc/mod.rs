@@ -16,6 +16,7 @@ pub use fq_codel::{FqCodel, FqCodelParams};
 pub use red::{RandomDropParams, Red, RedParams};
 
 use crate::link::QueueLimit;
+use crate::routing::FlowKey;
 use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
 
 /// A packet as a queue discipline sees it.
@@ -29,6 +30,9 @@ pub struct QPkt {
     pub ect: bool,
     /// When it entered the queue (CoDel's sojourn time starts here).
     pub enqueued: SimTime,
+    /// Its 5-tuple, carried through the link to the next hop (see
+    /// [`crate::link::Arrived`]).
+    pub key: FlowKey,
 }
 
 /// What an admission discipline does with an arriving packet.
@@ -71,14 +75,15 @@ pub enum QdiscConfig {
     FqCodel(FqCodelParams),
 }
 
-/// A discipline's state.
+/// A discipline's state. The larger ones are boxed: every link direction
+/// holds one, and most are drop-tail, whose packet path reads only the tag.
 #[derive(Clone, Debug)]
 pub enum Qdisc {
     DropTail,
-    Red(Red),
+    Red(Box<Red>),
     RandomDrop(RandomDropParams),
-    Codel(Codel),
-    FqCodel(FqCodel),
+    Codel(Box<Codel>),
+    FqCodel(Box<FqCodel>),
 }
 
 impl Qdisc {
@@ -88,10 +93,10 @@ impl Qdisc {
     pub fn new(cfg: QdiscConfig, rng: &mut SimRng) -> Self {
         match cfg {
             QdiscConfig::DropTail => Qdisc::DropTail,
-            QdiscConfig::Red(p) => Qdisc::Red(Red::new(p)),
+            QdiscConfig::Red(p) => Qdisc::Red(Box::new(Red::new(p))),
             QdiscConfig::RandomDrop(p) => Qdisc::RandomDrop(p),
-            QdiscConfig::Codel(p) => Qdisc::Codel(Codel::new(p)),
-            QdiscConfig::FqCodel(p) => Qdisc::FqCodel(FqCodel::new(p, rng.next_u64())),
+            QdiscConfig::Codel(p) => Qdisc::Codel(Box::new(Codel::new(p))),
+            QdiscConfig::FqCodel(p) => Qdisc::FqCodel(Box::new(FqCodel::new(p, rng.next_u64()))),
         }
     }
 

@@ -163,7 +163,7 @@ mod tests {
     use mpsim_core::{PacketId, SimDuration, SimTime};
 
     fn pkt(ect: bool) -> QPkt {
-        QPkt { pid: PacketId(0), wire_bytes: 1000, flow_hash: 0, ect, enqueued: SimTime::ZERO }
+        QPkt { pid: PacketId(0), wire_bytes: 1000, flow_hash: 0, ect, enqueued: SimTime::ZERO, key: Default::default() }
     }
 
     fn busy(pkts: u64) -> Backlog {

@@ -168,3 +168,9 @@ def test_the_kernel_backend_refuses_rules_with_their_key(tmp_path):
     sc = load_scenario(write(tmp_path, "rules.toml", text))
     with pytest.raises(ScenarioError, match=r"rule\[0\]: kernel backend: flow-table rules have no kernel counterpart"):
         check_kernel_runnable(sc)
+
+
+def test_a_rule_matches_sctp_by_its_own_protocol_number(tmp_path):
+    text = without_controller(THREE_PATHS.read_text()) + RULES.replace('proto = "tcp"', 'proto = "sctp"')
+    sc = load_scenario(write(tmp_path, "rules.toml", text))
+    assert sc.to_engine_spec()["rules"][0]["proto"] == 132

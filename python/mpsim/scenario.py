@@ -572,7 +572,7 @@ class RuleMatch(_Model):
     dst: str | None = None
     sport: Annotated[StrictInt, Field(ge=0, le=65535)] | None = None
     dport: Annotated[StrictInt, Field(ge=0, le=65535)] | None = None
-    proto: Literal["tcp", "udp"] | None = None
+    proto: Literal["tcp", "udp", "sctp"] | None = None
     tcp_flags: Annotated[str, AfterValidator(_tcp_flags)] | None = None
     mptcp: Literal["mp_capable", "mp_join"] | None = None
     token: Annotated[StrictInt, Field(ge=0, lt=2**32)] | None = None

@@ -95,7 +95,7 @@ def _rule_spec(rule: Rule) -> dict[str, Any]:
         "dst": m.dst,
         "sport": m.sport,
         "dport": m.dport,
-        "proto": None if m.proto is None else {"tcp": 6, "udp": 17}[m.proto],
+        "proto": None if m.proto is None else {"tcp": 6, "udp": 17, "sctp": 132}[m.proto],
         "tcp_flags": None if m.tcp_flags is None else list(tcp_flags_mask_value(m.tcp_flags)),
         "mptcp": m.mptcp,
         "token": m.token,

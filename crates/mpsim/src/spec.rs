@@ -59,7 +59,7 @@ pub struct RuleSpec {
     pub sport: Option<u16>,
     #[serde(default)]
     pub dport: Option<u16>,
-    /// IP protocol number (6 TCP, 17 UDP).
+    /// IP protocol number (6 TCP, 17 UDP, 132 SCTP).
     #[serde(default)]
     pub proto: Option<u8>,
     /// (mask, value) over the TCP flag bits.

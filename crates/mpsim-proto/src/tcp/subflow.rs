@@ -47,85 +47,68 @@ pub struct SubflowStats {
     pub bytes_acked: u64,
 }
 
+/// Laid out by hand (`repr(C)`): an MPTCP connection walks all its
+/// subflows on every activation, so what those walks read comes first,
+/// where it shares the first two cache lines of its `Sub`: the timer
+/// (`poll_timeout`), the window (`has_send_room`,
+/// `full_segments_with_room`), and what `poll_nothing_due` reads (the
+/// scoreboard's counters lead it). The rest goes by decreasing
+/// alignment, without padding.
+#[repr(C)]
 pub struct Subflow {
-    pub cfg: TcpConfig,
-    pub local: Addr,
-    pub local_port: u16,
-    pub remote: Addr,
-    pub remote_port: u16,
-    pub state: TcpState,
-    is_client: bool,
-    // Sender.
-    pub snd_una: u64,
+    /// The earliest of the timers (`rto_at`, `delack_at`, `time_wait_at`,
+    /// `reo_at`, `tlp_at`), as `earliest_timer` gives it,
+    /// kept by every method that may move a timer: an MPTCP connection
+    /// asks each of its subflows after every activation.
+    deadline: Option<SimTime>,
     pub snd_nxt: u64,
     /// End of the data the application has written.
     snd_limit: u64,
+    peer_wnd_right: u64,
+    pub state: TcpState,
+    ack_pending: bool,
+    syn_pending: bool,
+    /// A probe goes out on the next poll, whatever the window.
+    tlp_due: bool,
+    close_requested: bool,
+    fin_sent: bool,
+    rescue_done: bool,
+    is_cwnd_limited: bool,
+    pub snd_una: u64,
+    cwnd_usage_seq: u64,
+    max_pkts_out: u64,
+    sb: Scoreboard,
+    pub cfg: TcpConfig,
     /// Writes not yet sent that must leave as segments of their own (MPTCP
     /// mappings), oldest first, as (end, tag, length); empty for a plain
     /// byte stream. Once sent, the scoreboard's segments carry the tags.
     write_ends: VecDeque<(u64, u64, u32)>,
     /// Tag of the segment built last (`NO_TAG` for none or a pure ACK).
     last_tag: u64,
-    close_requested: bool,
-    fin_sent: bool,
-    fin_acked: bool,
-    peer_wnd_right: u64,
-    sb: Scoreboard,
     pub rtt: RttEstimator,
-    backoff: u32,
     rto_at: Option<SimTime>,
     /// End of TIME_WAIT (RFC 9293 3.10.7.4), when in that state.
     time_wait_at: Option<SimTime>,
-    /// The handshake completed once (a closed subflow then resets what arrives).
-    was_synchronised: bool,
     /// A reset to send for a segment that arrived after the close.
     /// Boxed: rarely set, and a header inline would add 200 bytes to
     /// every subflow.
     reset_reply: Option<Box<Packet>>,
-    /// Both ends use the timestamps option (RFC 7323 section 3.2).
-    ts_on: bool,
-    /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
-    ts_recent_ms: u32,
     /// Last.ACK.sent: the acknowledgement of the last segment built.
     last_ack_sent: u64,
     recovery_point: u64,
-    dupacks: u32,
-    force_rtx: bool,
-    rescue_done: bool,
-    /// A NewReno partial ACK arrived in this recovery episode.
-    partial_ack_seen: bool,
     /// The episode's rate reduction while in SACK recovery or CWR with `cfg.prr`.
     prr: Option<Prr>,
-    /// RACK-TLP finds losses (linux mode, SACK, `cfg.rack`).
-    rack_on: bool,
     /// RACK's reordering timer (Linux ICSK_TIME_REO_TIMEOUT).
     reo_at: Option<SimTime>,
     /// The tail loss probe timer (Linux ICSK_TIME_LOSS_PROBE).
     tlp_at: Option<SimTime>,
-    /// The earliest of the timers above, as `earliest_timer` gives it,
-    /// kept by every method that may move a timer: an MPTCP connection
-    /// asks each of its subflows after every activation.
-    deadline: Option<SimTime>,
-    /// A probe goes out on the next poll, whatever the window.
-    tlp_due: bool,
     /// SND.NXT after the outstanding probe (Linux `tlp_high_seq`), and
     /// whether that probe was a retransmission (`tlp_retrans`).
     tlp_high_seq: Option<u64>,
-    tlp_retrans: bool,
-    syn_pending: bool,
-    probe_pending: bool,
     last_send: SimTime,
-    is_cwnd_limited: bool,
-    max_pkts_out: u64,
-    cwnd_usage_seq: u64,
-    // Receiver.
     pub rcv: Receiver,
-    ack_pending: bool,
     delack_at: Option<SimTime>,
-    unacked_segs: u32,
     peer_fin_seq: Option<u64>,
-    peer_fin_received: bool,
-    send_complete_reported: bool,
     events: VecDeque<AppEvent>,
     pub stats: SubflowStats,
     /// Window to advertise instead of the subflow buffer's (MPTCP: the
@@ -133,6 +116,30 @@ pub struct Subflow {
     adv_wnd_override: Option<u64>,
     /// RFC 3168 state (negotiation, echo, CWR).
     pub ecn: Ecn,
+    pub local: Addr,
+    pub remote: Addr,
+    backoff: u32,
+    /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
+    ts_recent_ms: u32,
+    dupacks: u32,
+    unacked_segs: u32,
+    pub local_port: u16,
+    pub remote_port: u16,
+    is_client: bool,
+    fin_acked: bool,
+    /// The handshake completed once (a closed subflow then resets what arrives).
+    was_synchronised: bool,
+    /// Both ends use the timestamps option (RFC 7323 section 3.2).
+    ts_on: bool,
+    force_rtx: bool,
+    /// A NewReno partial ACK arrived in this recovery episode.
+    partial_ack_seen: bool,
+    /// RACK-TLP finds losses (linux mode, SACK, `cfg.rack`).
+    rack_on: bool,
+    tlp_retrans: bool,
+    probe_pending: bool,
+    peer_fin_received: bool,
+    send_complete_reported: bool,
 }
 
 /// The next segment `poll_transmit` sends.
@@ -1604,7 +1611,23 @@ impl Subflow {
 
 #[cfg(test)]
 mod tests {
-    use super::Prr;
+    use super::{Prr, Subflow};
+    use std::mem::offset_of;
+
+    /// What an MPTCP connection's walks read stays at the start, where a
+    /// `Sub` puts it on its first two cache lines (it holds 24 bytes of
+    /// its own before the subflow).
+    #[test]
+    fn the_fields_read_on_every_activation_lead() {
+        let end = |offset: usize, size: usize| offset + size;
+        assert!(end(offset_of!(Subflow, deadline), 16) <= 40);
+        assert!(end(offset_of!(Subflow, peer_wnd_right), 8) <= 40);
+        assert!(end(offset_of!(Subflow, snd_limit), 8) <= 40);
+        assert!(end(offset_of!(Subflow, snd_nxt), 8) <= 40);
+        assert!(end(offset_of!(Subflow, sb) + 32, 0) <= 104, "the scoreboard's counters");
+        assert!(end(offset_of!(Subflow, max_pkts_out), 8) <= 104);
+        assert!(end(offset_of!(Subflow, is_cwnd_limited), 1) <= 104);
+    }
 
     /// Feeds `prr` ACKs of one packet each from a pipe of `pipe_pkts` and
     /// sends what it allows; returns the packets sent per ACK.

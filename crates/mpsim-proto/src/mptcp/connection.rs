@@ -35,20 +35,15 @@ pub(super) enum Kind {
 /// A subflow and its MPTCP bookkeeping.
 ///
 /// Laid out by hand (`repr(C)`), each `Sub` on cache lines of its own:
-/// every activation of the connection walks all its subflows (the timer
-/// in `Conn::poll_timeout`, what may be sent in `fill`, the scheduler's
-/// ranking), and with the fields these walks read in the first line
-/// (`Subflow`'s own hot fields follow at its start), a walk over a
-/// subflow evicted since the last activation costs one or two misses,
-/// not one per field. The rest goes by decreasing alignment, without
-/// padding.
+/// the scheduler's ranking reads every subflow when it places data, and
+/// with the fields it reads in the first line (`Subflow`'s own hot fields
+/// follow at its start), a subflow evicted since the last activation
+/// costs it one or two misses, not one per field. The rest goes by
+/// decreasing alignment, without padding.
 #[repr(C, align(64))]
 pub(super) struct Sub {
     /// Closed, reset or removed.
     pub gone: bool,
-    /// Something happened on it since it was last asked what to send:
-    /// set by its input methods, taken by `take_dirty`.
-    dirty: bool,
     /// May carry data (sender side fully established).
     pub ready: bool,
     /// Potentially failed: an RTO fired (upstream scheduler: stale after
@@ -114,7 +109,6 @@ impl Sub {
             last_penalised: None,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
             rcv_rtt: Default::default(),
-            dirty: true,
             join_ack_sent: false,
             join_ack_due: None,
             join_ack_backoff: 0,
@@ -125,28 +119,16 @@ impl Sub {
         self.sf.local
     }
 
-    /// A segment for this subflow.
+    /// When it next needs `Conn::handle_timeout` (a `SimTime`'s
+    /// picoseconds): its own timers and its MP_JOIN ACK's; `u64::MAX`
+    /// for none, or once it is gone.
     #[inline(always)]
-    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cx: &mut CcCtx<'_>) {
-        self.sf.handle_segment(now, pkt, cx);
-        self.dirty = true;
-    }
-
-    /// Its timer fired.
-    pub fn handle_timeout(&mut self, now: SimTime, cx: &mut CcCtx<'_>) {
-        self.sf.handle_timeout(now, cx);
-        self.dirty = true;
-    }
-
-    /// Something outside it changed what it may send.
-    pub fn wake(&mut self) {
-        self.dirty = true;
-    }
-
-    /// Something happened on it since the last call.
-    #[inline(always)]
-    pub fn take_dirty(&mut self) -> bool {
-        std::mem::take(&mut self.dirty)
+    fn deadline_ps(&self) -> u64 {
+        let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
+        if self.gone {
+            return u64::MAX;
+        }
+        at(self.sf.poll_timeout()).min(at(self.join_ack_due))
     }
 
     pub fn remote(&self) -> Addr {
@@ -345,6 +327,14 @@ pub struct Conn {
     pub(super) subflows_closed: bool,
     // Addresses.
     pub(super) pm: PathManager,
+    /// Subflows that saw something (a segment, a timeout, a wake-up)
+    /// since `fill` last asked them what to send: only these may have
+    /// something new of their own, and `fill` reads no other.
+    pub(super) dirty: SubflowSet,
+    /// `Sub::deadline_ps` of every subflow, kept by `sync_deadline` wherever
+    /// one moves: the engine asks `poll_timeout` after every activation,
+    /// and this array is a cache line or two where the subflows are one each.
+    pub(super) deadlines_ps: Vec<u64>,
     /// Subflows the scheduler queued data on this round.
     pub(super) queued: SubflowSet,
     /// Subflows whose priority changed: an MP_PRIO with their `backup`
@@ -409,6 +399,8 @@ impl Conn {
             rx: DataReceiver::new(rcvbuf, rcv_space),
             subflows_closed: false,
             pm,
+            dirty: SubflowSet::default(),
+            deadlines_ps: Vec::new(),
             queued: SubflowSet::default(),
             prio_pending: SubflowSet::default(),
             last_rx_sub: 0,
@@ -489,6 +481,10 @@ impl Conn {
             self.ctrl.on_subflow_added(r);
         }
         self.subs.push(sub);
+        self.deadlines_ps.push(u64::MAX);
+        self.sync_deadline(r);
+        // A new subflow has its handshake to send.
+        self.dirty.insert(r);
         self.advertised_wnd_bytes = None;
         r
     }
@@ -603,24 +599,35 @@ impl Conn {
 
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<SimTime> {
+        if cfg!(any(test, debug_assertions)) {
+            let fresh: Vec<u64> = self.subs.iter().map(Sub::deadline_ps).collect();
+            assert_eq!(self.deadlines_ps, fresh, "a subflow's deadline moved without `sync_deadline`");
+        }
         // A plain loop over plain integers: the engine asks after every segment.
         let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
         let mut next = at(self.tx.timer());
         next = next.min(at(self.pm.poll_timeout()));
-        for s in self.subs.iter().filter(|s| !s.gone) {
-            next = next.min(at(s.sf.poll_timeout())).min(at(s.join_ack_due));
-        }
+        next = self.deadlines_ps.iter().fold(next, |next, &t| next.min(t));
         (next != u64::MAX).then_some(SimTime(next))
+    }
+
+    /// After subflow `r`'s timers, its MP_JOIN ACK timer or its `gone`
+    /// may have changed.
+    #[inline(always)]
+    pub(super) fn sync_deadline(&mut self, r: usize) {
+        self.deadlines_ps[r] = self.subs[r].deadline_ps();
     }
 
     pub(super) fn handle_timeout(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
-            if self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
+            // `deadlines_ps` first: it reads no subflow whose timers are all later.
+            if self.deadlines_ps[r] > now.0 || self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
                 continue;
             }
-            let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-            sub.handle_timeout(now, &mut cx);
+            self.subs[r].sf.handle_timeout(now, &mut cx);
+            self.sync_deadline(r);
+            self.dirty.insert(r);
             self.after_subflow_activity(now, r);
         }
         if self.tx.timer().is_some_and(|t| t <= now) {
@@ -632,12 +639,18 @@ impl Conn {
 
     /// The fourth ACK of an MP_JOIN did not come: the third goes out again (spec 5).
     fn on_join_ack_timeout(&mut self, now: SimTime) {
-        for s in self.subs.iter_mut().filter(|s| s.join_ack_due.is_some_and(|t| t <= now)) {
+        for r in 0..self.subs.len() {
+            // A due MP_JOIN ACK timer makes the deadline due too.
+            if self.deadlines_ps[r] > now.0 || !self.subs[r].join_ack_due.is_some_and(|t| t <= now) {
+                continue;
+            }
+            let s = &mut self.subs[r];
             s.join_ack_due = None;
             if !s.ready && !s.gone {
                 s.third_ack_pending = true;
-                s.wake();
+                self.dirty.insert(r);
             }
+            self.sync_deadline(r);
         }
     }
 
@@ -696,7 +709,9 @@ impl Conn {
             sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
         }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-        sub.handle_segment(now, pkt, &mut cx);
+        sub.sf.handle_segment(now, pkt, &mut cx);
+        self.sync_deadline(r);
+        self.dirty.insert(r);
         if let Some(m) = opts {
             self.after_options(now, r, pkt, m);
         } else if self.state == MpState::Fallback {
@@ -795,6 +810,7 @@ impl Conn {
             (Kind::Join, true) if !self.subs[r].ready && self.subs[r].sf.state.is_synchronised() && !syn_ack => {
                 self.subs[r].ready = true; // fourth ACK
                 self.subs[r].join_ack_due = None;
+                self.sync_deadline(r);
             }
             _ => {}
         }
@@ -960,6 +976,7 @@ impl Conn {
         self.subs[r].gone = true;
         self.subs[r].ready = false;
         self.subs[r].join_ack_due = None;
+        self.sync_deadline(r);
         self.cc[r].established = false;
         self.cc[r].can_send = false;
         self.ctrl.on_subflow_removed(&self.cc, r);
@@ -1076,7 +1093,7 @@ impl Conn {
 
     /// The host's interface with address `addr` went down or came up.
     pub(super) fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
-        self.subs.iter_mut().for_each(Sub::wake);
+        (0..self.subs.len()).for_each(|r| self.dirty.insert(r));
         let phase = Phase { established: self.state == MpState::Established, finished: self.finished() };
         match self.pm.set_local_addr_up(addr, up, &self.subflow_addrs(), phase, self.keys()) {
             InterfaceAction::Nothing => {}
@@ -1104,9 +1121,7 @@ mod tests {
         assert_eq!(align_of::<Sub>(), 64);
         assert_eq!(offset_of!(Sub, sf), 24);
         assert!(offset_of!(Sub, join_ack_due) + 16 <= 24);
-        assert!([offset_of!(Sub, gone), offset_of!(Sub, dirty), offset_of!(Sub, ready), offset_of!(Sub, pf)]
-            .iter()
-            .all(|&o| o < 24));
+        assert!([offset_of!(Sub, gone), offset_of!(Sub, ready), offset_of!(Sub, pf)].iter().all(|&o| o < 24));
     }
 
     #[test]

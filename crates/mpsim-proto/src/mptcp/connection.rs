@@ -137,39 +137,83 @@ impl Sub {
 }
 
 /// A set of subflow indices whose emptiness is known without a walk: a
-/// member and the count change together.
+/// member and the count change together. The first 64 indices are the
+/// bits of a word held in place, which costs no cache line of its own
+/// on every activation; the others (rare) are in a vector.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SubflowSet {
-    members: Vec<bool>,
+    /// Bit `r`: index `r`, below 64.
+    low: u64,
+    /// Index 64 + i at i.
+    high: Vec<bool>,
     count: usize,
 }
 
 impl SubflowSet {
+    const LOW: usize = u64::BITS as usize;
+
     #[inline(always)]
     pub fn insert(&mut self, r: usize) {
-        if self.members.len() <= r {
-            self.members.resize(r + 1, false);
-        }
-        if !std::mem::replace(&mut self.members[r], true) {
-            self.count += 1;
-        }
+        let added = if r < Self::LOW {
+            let was = self.low & (1 << r) != 0;
+            self.low |= 1 << r;
+            !was
+        } else {
+            let i = r - Self::LOW;
+            if self.high.len() <= i {
+                self.high.resize(i + 1, false);
+            }
+            !std::mem::replace(&mut self.high[i], true)
+        };
+        self.count += added as usize;
     }
 
     /// Takes `r` out; true if it was in.
     #[inline(always)]
     pub fn remove(&mut self, r: usize) -> bool {
-        let was = self.members.get_mut(r).is_some_and(std::mem::take);
+        let was = if r < Self::LOW {
+            let was = self.low & (1 << r) != 0;
+            self.low &= !(1 << r);
+            was
+        } else {
+            self.high.get_mut(r - Self::LOW).is_some_and(std::mem::take)
+        };
         self.count -= was as usize;
         was
     }
 
+    #[inline(always)]
     pub fn contains(&self, r: usize) -> bool {
-        self.members.get(r).copied().unwrap_or(false)
+        if r < Self::LOW {
+            self.low & (1 << r) != 0
+        } else {
+            self.high.get(r - Self::LOW).copied().unwrap_or(false)
+        }
     }
 
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+}
+
+/// A subflow's addresses and ports, as a segment for it carries them
+/// (destination first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Ends {
+    local: Addr,
+    remote: Addr,
+    local_port: u16,
+    remote_port: u16,
+}
+
+impl Ends {
+    fn of_subflow(sf: &Subflow) -> Self {
+        Ends { local: sf.local, remote: sf.remote, local_port: sf.local_port, remote_port: sf.remote_port }
+    }
+
+    fn of_segment(pkt: &Packet) -> Self {
+        Ends { local: pkt.dst, remote: pkt.src, local_port: pkt.dport, remote_port: pkt.sport }
     }
 }
 
@@ -335,6 +379,10 @@ pub struct Conn {
     /// one moves: the engine asks `poll_timeout` after every activation,
     /// and this array is a cache line or two where the subflows are one each.
     pub(super) deadlines_ps: Vec<u64>,
+    /// `Ends` of every subflow (they never change), which `subflow_of`
+    /// searches for every segment: an array of a cache line or two, where
+    /// the subflows hold them a line apart.
+    pub(super) ends: Vec<Ends>,
     /// Subflows the scheduler queued data on this round.
     pub(super) queued: SubflowSet,
     /// Subflows whose priority changed: an MP_PRIO with their `backup`
@@ -401,6 +449,7 @@ impl Conn {
             pm,
             dirty: SubflowSet::default(),
             deadlines_ps: Vec::new(),
+            ends: Vec::new(),
             queued: SubflowSet::default(),
             prio_pending: SubflowSet::default(),
             last_rx_sub: 0,
@@ -480,6 +529,7 @@ impl Conn {
         if r > 0 {
             self.ctrl.on_subflow_added(r);
         }
+        self.ends.push(Ends::of_subflow(&sub.sf));
         self.subs.push(sub);
         self.deadlines_ps.push(u64::MAX);
         self.sync_deadline(r);
@@ -723,13 +773,14 @@ impl Conn {
 
     #[inline(always)]
     fn subflow_of(&mut self, pkt: &Packet) -> Option<usize> {
-        let matches = |s: &Sub| {
-            s.sf.local == pkt.dst && s.sf.local_port == pkt.dport && s.sf.remote == pkt.src && s.sf.remote_port == pkt.sport
-        };
-        if self.subs.get(self.last_rx_sub).is_some_and(matches) {
+        if cfg!(any(test, debug_assertions)) {
+            assert!(self.subs.iter().map(|s| Ends::of_subflow(&s.sf)).eq(self.ends.iter().copied()), "a subflow's ends moved");
+        }
+        let ends = Ends::of_segment(pkt);
+        if self.ends.get(self.last_rx_sub) == Some(&ends) {
             return Some(self.last_rx_sub);
         }
-        let r = self.subs.iter().position(matches)?;
+        let r = self.ends.iter().position(|&e| e == ends)?;
         self.last_rx_sub = r;
         Some(r)
     }
@@ -1136,5 +1187,12 @@ mod tests {
         assert!(!set.is_empty());
         assert!(set.remove(0));
         assert!(set.is_empty());
+        // Past the inline word.
+        set.insert(64);
+        set.insert(130);
+        set.insert(130);
+        assert!(set.contains(64) && set.contains(130) && !set.contains(65) && !set.contains(0));
+        assert!(set.remove(130) && !set.remove(130) && !set.is_empty());
+        assert!(set.remove(64) && set.is_empty());
     }
 }

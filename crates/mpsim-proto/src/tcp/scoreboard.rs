@@ -152,8 +152,8 @@ fn sent_after(t1: SimTime, seq1: u64, t2: SimTime, seq2: u64) -> bool {
     t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
-/// `repr(C)`: the counters `pipe_bytes` and `any_lost` read lead, where
-/// a `Subflow` keeps them on the cache line of its other hot fields.
+/// `repr(C)`: the counters `pipe_bytes` and `any_lost` read lead, on
+/// the cache line next to a `Subflow`'s other hot fields.
 #[derive(Debug, Default)]
 #[repr(C)]
 pub struct Scoreboard {

@@ -691,7 +691,7 @@ impl Conn {
     fn on_join_ack_timeout(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
             // A due MP_JOIN ACK timer makes the deadline due too.
-            if self.deadlines_ps[r] > now.0 || !self.subs[r].join_ack_due.is_some_and(|t| t <= now) {
+            if self.deadlines_ps[r] > now.0 || self.subs[r].join_ack_due.is_none_or(|t| t > now) {
                 continue;
             }
             let s = &mut self.subs[r];

@@ -243,8 +243,10 @@ pub struct SubflowInfo<'a> {
 /// happened, so that `drain_transmit` looks for something to send again.
 /// Only `drain_transmit` skips that look, when nothing happened since it
 /// last found nothing: no input can forget to wake it.
+#[repr(C)]
 pub struct MptcpConnection {
     /// Nothing happened since the last fill found nothing more to send.
+    /// First, on the cache line of the connection's own hot fields.
     quiet: bool,
     pub(super) conn: Conn,
 }
@@ -350,31 +352,26 @@ impl MptcpConnection {
 /// The state of an MPTCP connection: the parts (path manager, scheduler,
 /// data-level send and receive sides) and the subflows, and what ties
 /// them (handshakes, options, timers).
+///
+/// Laid out by hand (`repr(C)`): the small fields read on every
+/// activation come first, together on a few cache lines, then the parts,
+/// then what handshakes, rare events and reports read.
+#[repr(C)]
 pub struct Conn {
-    pub(super) cfg: MptcpConfig,
-    pub(super) is_client: bool,
     pub(super) state: MpState,
+    pub(super) is_client: bool,
+    pub(super) subflows_closed: bool,
+    pub(super) connected_reported: bool,
+    /// A DSS arrived from the peer: it holds our key, so MP_JOINs will find
+    /// the connection ("fully established", RFC 8684 3.1).
+    pub(super) peer_confirmed: bool,
+    /// DSS checksums are in use: this end or the peer asked for them in
+    /// its MP_CAPABLE (flag A).
+    pub(super) checksums: bool,
+    /// Subflow of the last segment received (most segments follow it).
+    pub(super) last_rx_sub: usize,
     pub(super) subs: Vec<Sub>,
     pub(super) cc: Vec<SubflowCc>,
-    pub(super) ctrl: Controller,
-    pub(super) rng: SimRng,
-    pub(super) local_key: u64,
-    pub(super) remote_key: u64,
-    pub(super) local_token: u32,
-    pub(super) remote_token: u32,
-    pub(super) local_idsn: u64,
-    pub(super) remote_idsn: u64,
-    /// The data-level send side.
-    pub(super) tx: DataSender,
-    /// The data-level receive side.
-    pub(super) rx: DataReceiver,
-    pub(super) subflows_closed: bool,
-    // Addresses.
-    pub(super) pm: PathManager,
-    /// Subflows that saw something (a segment, a timeout, a wake-up)
-    /// since `fill` last asked them what to send: only these may have
-    /// something new of their own, and `fill` reads no other.
-    pub(super) dirty: SubflowSet,
     /// `Sub::deadline_ps` of every subflow, kept by `sync_deadline` wherever
     /// one moves: the engine asks `poll_timeout` after every activation,
     /// and this array is a cache line or two where the subflows are one each.
@@ -383,38 +380,47 @@ pub struct Conn {
     /// searches for every segment: an array of a cache line or two, where
     /// the subflows hold them a line apart.
     pub(super) ends: Vec<Ends>,
+    /// The connection-level window every subflow was last told to
+    /// advertise; None while a subflow was added since.
+    pub(super) advertised_wnd_bytes: Option<u64>,
+    /// Subflows that saw something (a segment, a timeout, a wake-up)
+    /// since `fill` last asked them what to send: only these may have
+    /// something new of their own, and `fill` reads no other.
+    pub(super) dirty: SubflowSet,
     /// Subflows the scheduler queued data on this round.
     pub(super) queued: SubflowSet,
     /// Subflows whose priority changed: an MP_PRIO with their `backup`
     /// is to be sent on each.
     pub(super) prio_pending: SubflowSet,
-    /// Subflow of the last segment received (most segments follow it).
-    pub(super) last_rx_sub: usize,
-    pub(super) sched: Scheduler,
     /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
     pub(super) out: Vec<Packet>,
-    /// Packets made for `poll_transmit` and not yet taken, in order.
-    pub(super) polled: VecDeque<Packet>,
-    pub(super) events: VecDeque<AppEvent>,
-    pub(super) mevents: VecDeque<MptcpEvent>,
-    pub(super) connected_reported: bool,
-    /// A DSS arrived from the peer: it holds our key, so MP_JOINs will find
-    /// the connection ("fully established", RFC 8684 3.1).
-    pub(super) peer_confirmed: bool,
-    /// DSS checksums are in use: this end or the peer asked for them in
-    /// its MP_CAPABLE (flag A).
-    pub(super) checksums: bool,
-    /// Reused buffer of DSN ranges moved from a subflow to the connection.
-    pub(super) scratch_ranges: Vec<(u64, u64)>,
     /// Reused buffer of the scheduler's ranking.
     pub(super) ranked: Vec<(u64, usize, u64)>,
-    /// The connection-level window every subflow was last told to
-    /// advertise; None while a subflow was added since.
-    pub(super) advertised_wnd_bytes: Option<u64>,
+    pub(super) events: VecDeque<AppEvent>,
+    /// The data-level send side.
+    pub(super) tx: DataSender,
+    /// The data-level receive side.
+    pub(super) rx: DataReceiver,
+    pub(super) sched: Scheduler,
+    pub(super) pm: PathManager,
+    pub(super) ctrl: Controller,
+    pub(super) cfg: MptcpConfig,
+    /// Packets made for `poll_transmit` and not yet taken, in order.
+    pub(super) polled: VecDeque<Packet>,
+    pub(super) mevents: VecDeque<MptcpEvent>,
+    /// Reused buffer of DSN ranges moved from a subflow to the connection.
+    pub(super) scratch_ranges: Vec<(u64, u64)>,
+    pub(super) rng: SimRng,
+    pub(super) local_key: u64,
+    pub(super) remote_key: u64,
+    pub(super) local_idsn: u64,
+    pub(super) remote_idsn: u64,
     /// Upstream: the MPTCP timer's interval as the scheduler last set it
     /// (`msk->timer_ival`).
     pub(super) upstream_timer_ival: SimDuration,
     pub stats: MptcpStats,
+    pub(super) local_token: u32,
+    pub(super) remote_token: u32,
 }
 
 impl Conn {

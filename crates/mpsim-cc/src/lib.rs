@@ -60,24 +60,30 @@ pub enum CcMode {
 
 /// Per-subflow state that controllers read (all subflows) and write (their
 /// own subflow). Windows are in packets of `mss_bytes`.
+///
+/// Laid out by hand (`repr(C)`, 32-byte aligned): what is read of every
+/// subflow (coupling: `is_coupled`, `w_tilde`, SRTT; the MPTCP scheduler:
+/// the window, SRTT and recovery state) fills the first 32 bytes, which
+/// then lie within one cache line.
 #[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
 pub struct SubflowCc {
-    /// Congestion window, packets (integer-valued in linux mode).
-    pub cwnd_pkts: f64,
-    /// Slow-start threshold, packets.
-    pub ssthresh_pkts: f64,
-    /// Linux fractional-increase counter (`snd_cwnd_cnt`); ACK events.
-    pub cwnd_cnt: i64,
-    pub ca_state: CaState,
     /// Smoothed RTT; `None` until the first sample.
     pub srtt: Option<SimDuration>,
-    /// Minimum RTT ever sampled.
-    pub min_rtt: Option<SimDuration>,
+    /// Congestion window, packets (integer-valued in linux mode).
+    pub cwnd_pkts: f64,
     pub mss_bytes: u32,
+    pub ca_state: CaState,
     /// Handshake complete (MPTCP: fully established).
     pub established: bool,
     /// In a state that may send (ESTABLISHED / CLOSE_WAIT).
     pub can_send: bool,
+    /// Slow-start threshold, packets.
+    pub ssthresh_pkts: f64,
+    /// Linux fractional-increase counter (`snd_cwnd_cnt`); ACK events.
+    pub cwnd_cnt: i64,
+    /// Minimum RTT ever sampled.
+    pub min_rtt: Option<SimDuration>,
     /// Subflow-level cumulative ACK point, bytes.
     pub snd_una: u64,
     /// Next new byte to send, bytes.
@@ -338,6 +344,22 @@ mod tests {
 
     const ALL: &[&str] =
         &["reno", "cubic", "vegas", "ewtcp", "coupled", "semicoupled", "lia", "olia", "balia", "wvegas", "kellyvoice"];
+
+    /// What is read of every subflow stays in the first 32 bytes, and the
+    /// layout wastes nothing.
+    #[test]
+    fn subflow_cc_leads_with_what_is_read_of_every_subflow() {
+        use std::mem::{align_of, offset_of, size_of};
+        assert_eq!((align_of::<SubflowCc>(), size_of::<SubflowCc>()), (32, 96));
+        let ends = [
+            offset_of!(SubflowCc, srtt) + 16,
+            offset_of!(SubflowCc, cwnd_pkts) + 8,
+            offset_of!(SubflowCc, ca_state) + 1,
+            offset_of!(SubflowCc, established) + 1,
+            offset_of!(SubflowCc, can_send) + 1,
+        ];
+        assert!(ends.iter().all(|&end| end <= 32), "{ends:?}");
+    }
 
     #[test]
     fn every_name_builds_a_controller_that_reports_it() {

@@ -173,7 +173,7 @@ fn ended(sf: &Subflow) -> bool {
 
 /// The view of one TCP subflow; `closed` as the caller decides it.
 fn subflow_view(sf: &Subflow, cc: &SubflowCc, closed: bool) -> PathView {
-    let mss = sf.cfg.mss_bytes as f64;
+    let mss = sf.cfg().mss_bytes as f64;
     PathView {
         local: sf.local,
         local_port: sf.local_port,

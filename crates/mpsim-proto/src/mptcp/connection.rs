@@ -33,25 +33,34 @@ pub(super) enum Kind {
 }
 
 /// A subflow and its MPTCP bookkeeping.
+///
+/// Laid out by hand (`repr(C)`), each `Sub` on cache lines of its own:
+/// the scheduler's ranking reads every subflow when it places data, and
+/// the fields it reads fill the first line with the start of `Subflow`
+/// (and the scoreboard's counters the next), so that a subflow evicted
+/// since the last activation costs it two misses, not one per field.
+/// The rest goes by decreasing alignment, without padding.
+#[repr(C, align(64))]
 pub(super) struct Sub {
-    pub sf: Subflow,
-    pub kind: Kind,
-    pub local_id: u8,
-    pub remote_id: u8,
-    /// Backup if either side flagged it.
-    pub backup: bool,
-    pub local_nonce: u32,
-    pub remote_nonce: u32,
+    /// Closed, reset or removed.
+    pub gone: bool,
     /// May carry data (sender side fully established).
     pub ready: bool,
-    /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
-    pub third_ack_pending: bool,
     /// Potentially failed: an RTO fired (upstream scheduler: stale after
     /// more than `stale_loss_cnt` MPTCP timer intervals) and no new data
     /// was acknowledged since.
     pub pf: bool,
-    /// Closed, reset or removed.
-    pub gone: bool,
+    /// The third ACK of the handshake must carry MP_CAPABLE / MP_JOIN.
+    pub third_ack_pending: bool,
+    /// MP_JOIN initiator: the third ACK just went out.
+    pub join_ack_sent: bool,
+    /// Backup if either side flagged it.
+    pub backup: bool,
+    pub kind: Kind,
+    pub sf: Subflow,
+    /// MP_JOIN initiator: when the third ACK goes out again if no fourth
+    /// ACK came (spec 5), and how many times it went out already.
+    pub join_ack_due: Option<SimTime>,
     /// Receive mappings and what was delivered in order.
     pub rx: SubflowRx,
     pub timeouts_seen: u64,
@@ -70,15 +79,11 @@ pub(super) struct Sub {
     pub sndbuf_bytes: u64,
     /// The receiver's RTT estimate on this subflow (autotuning only).
     pub rcv_rtt: crate::buffers::RcvRtt,
-    /// Something happened on it since it was last asked what to send:
-    /// set by its input methods, taken by `take_dirty`.
-    dirty: bool,
-    /// MP_JOIN initiator: the third ACK just went out.
-    pub join_ack_sent: bool,
-    /// MP_JOIN initiator: when the third ACK goes out again if no fourth
-    /// ACK came (spec 5), and how many times it went out already.
-    pub join_ack_due: Option<SimTime>,
     pub join_ack_backoff: u32,
+    pub local_nonce: u32,
+    pub remote_nonce: u32,
+    pub local_id: u8,
+    pub remote_id: u8,
 }
 
 impl Sub {
@@ -104,7 +109,6 @@ impl Sub {
             last_penalised: None,
             sndbuf_bytes: crate::buffers::TCP_WMEM_BYTES[1],
             rcv_rtt: Default::default(),
-            dirty: true,
             join_ack_sent: false,
             join_ack_due: None,
             join_ack_backoff: 0,
@@ -115,28 +119,16 @@ impl Sub {
         self.sf.local
     }
 
-    /// A segment for this subflow.
+    /// When it next needs `Conn::handle_timeout` (a `SimTime`'s
+    /// picoseconds): its own timers and its MP_JOIN ACK's; `u64::MAX`
+    /// for none, or once it is gone.
     #[inline(always)]
-    pub fn handle_segment(&mut self, now: SimTime, pkt: &Packet, cx: &mut CcCtx<'_>) {
-        self.sf.handle_segment(now, pkt, cx);
-        self.dirty = true;
-    }
-
-    /// Its timer fired.
-    pub fn handle_timeout(&mut self, now: SimTime, cx: &mut CcCtx<'_>) {
-        self.sf.handle_timeout(now, cx);
-        self.dirty = true;
-    }
-
-    /// Something outside it changed what it may send.
-    pub fn wake(&mut self) {
-        self.dirty = true;
-    }
-
-    /// Something happened on it since the last call.
-    #[inline(always)]
-    pub fn take_dirty(&mut self) -> bool {
-        std::mem::take(&mut self.dirty)
+    fn deadline_ps(&self) -> u64 {
+        let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
+        if self.gone {
+            return u64::MAX;
+        }
+        at(self.sf.poll_timeout()).min(at(self.join_ack_due))
     }
 
     pub fn remote(&self) -> Addr {
@@ -145,39 +137,83 @@ impl Sub {
 }
 
 /// A set of subflow indices whose emptiness is known without a walk: a
-/// member and the count change together.
+/// member and the count change together. The first 64 indices are the
+/// bits of a word held in place, which costs no cache line of its own
+/// on every activation; the others (rare) are in a vector.
 #[derive(Clone, Debug, Default)]
 pub(super) struct SubflowSet {
-    members: Vec<bool>,
+    /// Bit `r`: index `r`, below 64.
+    low: u64,
+    /// Index 64 + i at i.
+    high: Vec<bool>,
     count: usize,
 }
 
 impl SubflowSet {
+    const LOW: usize = u64::BITS as usize;
+
     #[inline(always)]
     pub fn insert(&mut self, r: usize) {
-        if self.members.len() <= r {
-            self.members.resize(r + 1, false);
-        }
-        if !std::mem::replace(&mut self.members[r], true) {
-            self.count += 1;
-        }
+        let added = if r < Self::LOW {
+            let was = self.low & (1 << r) != 0;
+            self.low |= 1 << r;
+            !was
+        } else {
+            let i = r - Self::LOW;
+            if self.high.len() <= i {
+                self.high.resize(i + 1, false);
+            }
+            !std::mem::replace(&mut self.high[i], true)
+        };
+        self.count += added as usize;
     }
 
     /// Takes `r` out; true if it was in.
     #[inline(always)]
     pub fn remove(&mut self, r: usize) -> bool {
-        let was = self.members.get_mut(r).is_some_and(std::mem::take);
+        let was = if r < Self::LOW {
+            let was = self.low & (1 << r) != 0;
+            self.low &= !(1 << r);
+            was
+        } else {
+            self.high.get_mut(r - Self::LOW).is_some_and(std::mem::take)
+        };
         self.count -= was as usize;
         was
     }
 
+    #[inline(always)]
     pub fn contains(&self, r: usize) -> bool {
-        self.members.get(r).copied().unwrap_or(false)
+        if r < Self::LOW {
+            self.low & (1 << r) != 0
+        } else {
+            self.high.get(r - Self::LOW).copied().unwrap_or(false)
+        }
     }
 
     #[inline(always)]
     pub fn is_empty(&self) -> bool {
         self.count == 0
+    }
+}
+
+/// A subflow's addresses and ports, as a segment for it carries them
+/// (destination first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Ends {
+    local: Addr,
+    remote: Addr,
+    local_port: u16,
+    remote_port: u16,
+}
+
+impl Ends {
+    fn of_subflow(sf: &Subflow) -> Self {
+        Ends { local: sf.local, remote: sf.remote, local_port: sf.local_port, remote_port: sf.remote_port }
+    }
+
+    fn of_segment(pkt: &Packet) -> Self {
+        Ends { local: pkt.dst, remote: pkt.src, local_port: pkt.dport, remote_port: pkt.sport }
     }
 }
 
@@ -207,8 +243,10 @@ pub struct SubflowInfo<'a> {
 /// happened, so that `drain_transmit` looks for something to send again.
 /// Only `drain_transmit` skips that look, when nothing happened since it
 /// last found nothing: no input can forget to wake it.
+#[repr(C)]
 pub struct MptcpConnection {
     /// Nothing happened since the last fill found nothing more to send.
+    /// First, on the cache line of the connection's own hot fields.
     quiet: bool,
     pub(super) conn: Conn,
 }
@@ -314,41 +352,15 @@ impl MptcpConnection {
 /// The state of an MPTCP connection: the parts (path manager, scheduler,
 /// data-level send and receive sides) and the subflows, and what ties
 /// them (handshakes, options, timers).
+///
+/// Laid out by hand (`repr(C)`): the small fields read on every
+/// activation come first, together on a few cache lines, then the parts,
+/// then what handshakes, rare events and reports read.
+#[repr(C)]
 pub struct Conn {
-    pub(super) cfg: MptcpConfig,
-    pub(super) is_client: bool,
     pub(super) state: MpState,
-    pub(super) subs: Vec<Sub>,
-    pub(super) cc: Vec<SubflowCc>,
-    pub(super) ctrl: Controller,
-    pub(super) rng: SimRng,
-    pub(super) local_key: u64,
-    pub(super) remote_key: u64,
-    pub(super) local_token: u32,
-    pub(super) remote_token: u32,
-    pub(super) local_idsn: u64,
-    pub(super) remote_idsn: u64,
-    /// The data-level send side.
-    pub(super) tx: DataSender,
-    /// The data-level receive side.
-    pub(super) rx: DataReceiver,
+    pub(super) is_client: bool,
     pub(super) subflows_closed: bool,
-    // Addresses.
-    pub(super) pm: PathManager,
-    /// Subflows the scheduler queued data on this round.
-    pub(super) queued: SubflowSet,
-    /// Subflows whose priority changed: an MP_PRIO with their `backup`
-    /// is to be sent on each.
-    pub(super) prio_pending: SubflowSet,
-    /// Subflow of the last segment received (most segments follow it).
-    pub(super) last_rx_sub: usize,
-    pub(super) sched: Scheduler,
-    /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
-    pub(super) out: Vec<Packet>,
-    /// Packets made for `poll_transmit` and not yet taken, in order.
-    pub(super) polled: VecDeque<Packet>,
-    pub(super) events: VecDeque<AppEvent>,
-    pub(super) mevents: VecDeque<MptcpEvent>,
     pub(super) connected_reported: bool,
     /// A DSS arrived from the peer: it holds our key, so MP_JOINs will find
     /// the connection ("fully established", RFC 8684 3.1).
@@ -356,17 +368,59 @@ pub struct Conn {
     /// DSS checksums are in use: this end or the peer asked for them in
     /// its MP_CAPABLE (flag A).
     pub(super) checksums: bool,
-    /// Reused buffer of DSN ranges moved from a subflow to the connection.
-    pub(super) scratch_ranges: Vec<(u64, u64)>,
-    /// Reused buffer of the scheduler's ranking.
-    pub(super) ranked: Vec<(u64, usize, u64)>,
+    /// Subflow of the last segment received (most segments follow it).
+    pub(super) last_rx_sub: usize,
+    pub(super) subs: Vec<Sub>,
+    pub(super) cc: Vec<SubflowCc>,
+    /// `Sub::deadline_ps` of every subflow, kept by `sync_deadline` wherever
+    /// one moves: the engine asks `poll_timeout` after every activation,
+    /// and this array is a cache line or two where the subflows are one each.
+    pub(super) deadlines_ps: Vec<u64>,
+    /// `Ends` of every subflow (they never change), which `subflow_of`
+    /// searches for every segment: an array of a cache line or two, where
+    /// the subflows hold them a line apart.
+    pub(super) ends: Vec<Ends>,
     /// The connection-level window every subflow was last told to
     /// advertise; None while a subflow was added since.
     pub(super) advertised_wnd_bytes: Option<u64>,
+    /// Subflows that saw something (a segment, a timeout, a wake-up)
+    /// since `fill` last asked them what to send: only these may have
+    /// something new of their own, and `fill` reads no other.
+    pub(super) dirty: SubflowSet,
+    /// Subflows the scheduler queued data on this round.
+    pub(super) queued: SubflowSet,
+    /// Subflows whose priority changed: an MP_PRIO with their `backup`
+    /// is to be sent on each.
+    pub(super) prio_pending: SubflowSet,
+    /// Packets to send, in order (during `drain_transmit`, the engine's buffer).
+    pub(super) out: Vec<Packet>,
+    /// Reused buffer of the scheduler's ranking.
+    pub(super) ranked: Vec<(u64, usize, u64)>,
+    pub(super) events: VecDeque<AppEvent>,
+    /// The data-level send side.
+    pub(super) tx: DataSender,
+    /// The data-level receive side.
+    pub(super) rx: DataReceiver,
+    pub(super) sched: Scheduler,
+    pub(super) pm: PathManager,
+    pub(super) ctrl: Controller,
+    pub(super) cfg: MptcpConfig,
+    /// Packets made for `poll_transmit` and not yet taken, in order.
+    pub(super) polled: VecDeque<Packet>,
+    pub(super) mevents: VecDeque<MptcpEvent>,
+    /// Reused buffer of DSN ranges moved from a subflow to the connection.
+    pub(super) scratch_ranges: Vec<(u64, u64)>,
+    pub(super) rng: SimRng,
+    pub(super) local_key: u64,
+    pub(super) remote_key: u64,
+    pub(super) local_idsn: u64,
+    pub(super) remote_idsn: u64,
     /// Upstream: the MPTCP timer's interval as the scheduler last set it
     /// (`msk->timer_ival`).
     pub(super) upstream_timer_ival: SimDuration,
     pub stats: MptcpStats,
+    pub(super) local_token: u32,
+    pub(super) remote_token: u32,
 }
 
 impl Conn {
@@ -399,6 +453,9 @@ impl Conn {
             rx: DataReceiver::new(rcvbuf, rcv_space),
             subflows_closed: false,
             pm,
+            dirty: SubflowSet::default(),
+            deadlines_ps: Vec::new(),
+            ends: Vec::new(),
             queued: SubflowSet::default(),
             prio_pending: SubflowSet::default(),
             last_rx_sub: 0,
@@ -478,7 +535,12 @@ impl Conn {
         if r > 0 {
             self.ctrl.on_subflow_added(r);
         }
+        self.ends.push(Ends::of_subflow(&sub.sf));
         self.subs.push(sub);
+        self.deadlines_ps.push(u64::MAX);
+        self.sync_deadline(r);
+        // A new subflow has its handshake to send.
+        self.dirty.insert(r);
         self.advertised_wnd_bytes = None;
         r
     }
@@ -593,24 +655,35 @@ impl Conn {
 
     #[inline(always)]
     pub fn poll_timeout(&self) -> Option<SimTime> {
+        if cfg!(any(test, debug_assertions)) {
+            let fresh: Vec<u64> = self.subs.iter().map(Sub::deadline_ps).collect();
+            assert_eq!(self.deadlines_ps, fresh, "a subflow's deadline moved without `sync_deadline`");
+        }
         // A plain loop over plain integers: the engine asks after every segment.
         let at = |t: Option<SimTime>| t.map_or(u64::MAX, |t| t.0);
         let mut next = at(self.tx.timer());
         next = next.min(at(self.pm.poll_timeout()));
-        for s in self.subs.iter().filter(|s| !s.gone) {
-            next = next.min(at(s.sf.poll_timeout())).min(at(s.join_ack_due));
-        }
+        next = self.deadlines_ps.iter().fold(next, |next, &t| next.min(t));
         (next != u64::MAX).then_some(SimTime(next))
+    }
+
+    /// After subflow `r`'s timers, its MP_JOIN ACK timer or its `gone`
+    /// may have changed.
+    #[inline(always)]
+    pub(super) fn sync_deadline(&mut self, r: usize) {
+        self.deadlines_ps[r] = self.subs[r].deadline_ps();
     }
 
     pub(super) fn handle_timeout(&mut self, now: SimTime) {
         for r in 0..self.subs.len() {
-            if self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
+            // `deadlines_ps` first: it reads no subflow whose timers are all later.
+            if self.deadlines_ps[r] > now.0 || self.subs[r].gone || self.subs[r].sf.poll_timeout().is_none_or(|t| t > now) {
                 continue;
             }
-            let sub = &mut self.subs[r];
             let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-            sub.handle_timeout(now, &mut cx);
+            self.subs[r].sf.handle_timeout(now, &mut cx);
+            self.sync_deadline(r);
+            self.dirty.insert(r);
             self.after_subflow_activity(now, r);
         }
         if self.tx.timer().is_some_and(|t| t <= now) {
@@ -622,12 +695,18 @@ impl Conn {
 
     /// The fourth ACK of an MP_JOIN did not come: the third goes out again (spec 5).
     fn on_join_ack_timeout(&mut self, now: SimTime) {
-        for s in self.subs.iter_mut().filter(|s| s.join_ack_due.is_some_and(|t| t <= now)) {
+        for r in 0..self.subs.len() {
+            // A due MP_JOIN ACK timer makes the deadline due too.
+            if self.deadlines_ps[r] > now.0 || self.subs[r].join_ack_due.is_none_or(|t| t > now) {
+                continue;
+            }
+            let s = &mut self.subs[r];
             s.join_ack_due = None;
             if !s.ready && !s.gone {
                 s.third_ack_pending = true;
-                s.wake();
+                self.dirty.insert(r);
             }
+            self.sync_deadline(r);
         }
     }
 
@@ -686,7 +765,9 @@ impl Conn {
             sub.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.cfg.tcp.mss_bytes);
         }
         let mut cx = CcCtx { subs: &mut self.cc, r, ctrl: &mut self.ctrl };
-        sub.handle_segment(now, pkt, &mut cx);
+        sub.sf.handle_segment(now, pkt, &mut cx);
+        self.sync_deadline(r);
+        self.dirty.insert(r);
         if let Some(m) = opts {
             self.after_options(now, r, pkt, m);
         } else if self.state == MpState::Fallback {
@@ -698,13 +779,14 @@ impl Conn {
 
     #[inline(always)]
     fn subflow_of(&mut self, pkt: &Packet) -> Option<usize> {
-        let matches = |s: &Sub| {
-            s.sf.local == pkt.dst && s.sf.local_port == pkt.dport && s.sf.remote == pkt.src && s.sf.remote_port == pkt.sport
-        };
-        if self.subs.get(self.last_rx_sub).is_some_and(matches) {
+        if cfg!(any(test, debug_assertions)) {
+            assert!(self.subs.iter().map(|s| Ends::of_subflow(&s.sf)).eq(self.ends.iter().copied()), "a subflow's ends moved");
+        }
+        let ends = Ends::of_segment(pkt);
+        if self.ends.get(self.last_rx_sub) == Some(&ends) {
             return Some(self.last_rx_sub);
         }
-        let r = self.subs.iter().position(matches)?;
+        let r = self.ends.iter().position(|&e| e == ends)?;
         self.last_rx_sub = r;
         Some(r)
     }
@@ -785,6 +867,7 @@ impl Conn {
             (Kind::Join, true) if !self.subs[r].ready && self.subs[r].sf.state.is_synchronised() && !syn_ack => {
                 self.subs[r].ready = true; // fourth ACK
                 self.subs[r].join_ack_due = None;
+                self.sync_deadline(r);
             }
             _ => {}
         }
@@ -950,6 +1033,7 @@ impl Conn {
         self.subs[r].gone = true;
         self.subs[r].ready = false;
         self.subs[r].join_ack_due = None;
+        self.sync_deadline(r);
         self.cc[r].established = false;
         self.cc[r].can_send = false;
         self.ctrl.on_subflow_removed(&self.cc, r);
@@ -1066,7 +1150,7 @@ impl Conn {
 
     /// The host's interface with address `addr` went down or came up.
     pub(super) fn set_local_addr_up(&mut self, now: SimTime, addr: Addr, up: bool) {
-        self.subs.iter_mut().for_each(Sub::wake);
+        (0..self.subs.len()).for_each(|r| self.dirty.insert(r));
         let phase = Phase { established: self.state == MpState::Established, finished: self.finished() };
         match self.pm.set_local_addr_up(addr, up, &self.subflow_addrs(), phase, self.keys()) {
             InterfaceAction::Nothing => {}
@@ -1084,7 +1168,19 @@ impl Conn {
 
 #[cfg(test)]
 mod tests {
-    use super::SubflowSet;
+    use super::{Sub, SubflowSet};
+    use std::mem::{align_of, offset_of};
+
+    /// Each `Sub` starts a cache line, which holds its flags and the
+    /// start of its subflow (see `Subflow`).
+    #[test]
+    fn a_sub_leads_with_what_the_scheduler_reads() {
+        assert_eq!(align_of::<Sub>(), 64);
+        assert_eq!(offset_of!(Sub, sf), 8);
+        assert!([offset_of!(Sub, gone), offset_of!(Sub, ready), offset_of!(Sub, pf), offset_of!(Sub, backup)]
+            .iter()
+            .all(|&o| o < 8));
+    }
 
     #[test]
     fn a_subflow_set_knows_it_is_empty_without_a_walk() {
@@ -1098,5 +1194,12 @@ mod tests {
         assert!(!set.is_empty());
         assert!(set.remove(0));
         assert!(set.is_empty());
+        // Past the inline word.
+        set.insert(64);
+        set.insert(130);
+        set.insert(130);
+        assert!(set.contains(64) && set.contains(130) && !set.contains(65) && !set.contains(0));
+        assert!(set.remove(130) && !set.remove(130) && !set.is_empty());
+        assert!(set.remove(64) && set.is_empty());
     }
 }

@@ -45,13 +45,15 @@ impl Conn {
         // The window changes only as out-of-order data comes and goes.
         let new_wnd = self.advertised_wnd_bytes.replace(wnd) != Some(wnd);
         for r in 0..self.subs.len() {
-            let sub = &mut self.subs[r];
             if new_wnd {
-                sub.sf.set_advertised_window(Some(wnd));
+                self.subs[r].sf.set_advertised_window(Some(wnd));
             }
             // Only subflows that saw something can have something new to send.
-            if !sub.gone && sub.take_dirty() && !self.nothing_due(r) {
-                self.drain_subflow(now, r);
+            if self.dirty.contains(r) && !self.subs[r].gone {
+                self.dirty.remove(r);
+                if !self.nothing_due(r) {
+                    self.drain_subflow(now, r);
+                }
             }
         }
         let server_early = self.state == MpState::Handshake && !self.is_client && self.subs.first().is_some_and(|s| s.ready);
@@ -115,8 +117,17 @@ impl Conn {
         if std::mem::take(&mut self.subs[r].join_ack_sent) {
             self.arm_join_ack_timer(now, r);
         }
+        self.sync_deadline(r);
         // Sending raises no subflow events: `after_subflow_activity` runs
         // after segments and timeouts only.
+    }
+
+    /// A pure ACK on subflow `r` (`Subflow::control_packet`).
+    fn control_packet(&mut self, now: SimTime, r: usize) -> Option<Packet> {
+        let p = self.subs[r].sf.control_packet(now);
+        // Sending rearms the delayed ACK.
+        self.sync_deadline(r);
+        p
     }
 
     /// The ACKs of an MP_JOIN that no data carried: the initiator's third
@@ -124,7 +135,7 @@ impl Conn {
     /// at once. Until the fourth arrives the initiator may not send on the
     /// subflow (RFC 8684 3.2, spec 5).
     fn send_join_ack(&mut self, now: SimTime, r: usize) {
-        let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
+        let Some(mut p) = self.control_packet(now, r) else { return };
         self.decorate(r, &mut p);
         self.subs[r].third_ack_pending = false;
         self.emit(p);
@@ -437,7 +448,7 @@ impl Conn {
         }
         let peers = self.rx.peer_fin_sub().filter(|&r| self.subs[r].ready && !self.subs[r].gone);
         let Some(r) = peers.or_else(|| self.best_ready_subflow()) else { return };
-        let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
+        let Some(mut p) = self.control_packet(now, r) else { return };
         let mut dss = self.dss_for(r, &p);
         dss.mapping = Some(DssMapping { dsn: self.local_idsn.wrapping_add(self.tx.nxt()), ssn: 0, len: 1 });
         dss.data_fin = true;
@@ -464,7 +475,7 @@ impl Conn {
                 continue;
             }
             self.subs[r].sf.set_advertised_window(Some(wnd));
-            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
+            let Some(mut p) = self.control_packet(now, r) else { continue };
             let dss = self.dss_for(r, &p);
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option: MpOption::None });
             self.emit(p);
@@ -477,7 +488,7 @@ impl Conn {
         }
         while let Some(option) = self.pm.next_announcement() {
             let Some(r) = self.best_ready_subflow() else { return };
-            let Some(mut p) = self.subs[r].sf.control_packet(now) else { return };
+            let Some(mut p) = self.control_packet(now, r) else { return };
             let dss = self.dss_for(r, &p);
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });
             self.emit(p);
@@ -502,7 +513,7 @@ impl Conn {
             if !self.subs[r].ready {
                 continue; // once it is
             }
-            let Some(mut p) = self.subs[r].sf.control_packet(now) else { continue };
+            let Some(mut p) = self.control_packet(now, r) else { continue };
             let dss = self.dss_for(r, &p);
             let option = MpOption::MpPrio { backup: self.subs[r].backup };
             self.attach(&mut p, MptcpOpts { dss: Some(dss), option });

@@ -72,7 +72,7 @@ impl TcpConnection {
         sf.handle_segment(now, pkt, &mut cx);
         self.fill_send_buffer();
         if self.rcv_space.is_some() {
-            self.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.sf.cfg.mss_bytes);
+            self.rcv_rtt.on_segment(now, pkt.ts, pkt.payload_bytes, self.sf.cfg().mss_bytes);
             self.autotune_rcvbuf(now);
         }
     }

@@ -152,13 +152,16 @@ fn sent_after(t1: SimTime, seq1: u64, t2: SimTime, seq2: u64) -> bool {
     t1 > t2 || (t1 == t2 && seq1 > seq2)
 }
 
+/// `repr(C)`: the counters `pipe_bytes` and `any_lost` read lead, on
+/// the cache line next to a `Subflow`'s other hot fields.
 #[derive(Debug, Default)]
+#[repr(C)]
 pub struct Scoreboard {
-    segs: VecDeque<Seg>,
     out_bytes: u64,
     sacked_bytes: u64,
     lost_bytes: u64,
     rtx_bytes: u64,
+    segs: VecDeque<Seg>,
     /// Highest sequence (exclusive) below which unSACKed segments were marked lost.
     lost_mark: u64,
     /// No retransmission candidate lies below this sequence.

@@ -47,85 +47,71 @@ pub struct SubflowStats {
     pub bytes_acked: u64,
 }
 
+/// Laid out by hand (`repr(C)`): what the MPTCP scheduler reads of every
+/// subflow when it places data (the state and the window: `has_send_room`,
+/// `full_segments_with_room`) and what `poll_nothing_due` reads come
+/// first, where with the flags of its `Sub` they fill one cache line and
+/// the scoreboard's counters lead the next. The rest goes by decreasing
+/// alignment, without padding.
+#[repr(C)]
 pub struct Subflow {
-    pub cfg: TcpConfig,
-    pub local: Addr,
-    pub local_port: u16,
-    pub remote: Addr,
-    pub remote_port: u16,
     pub state: TcpState,
-    is_client: bool,
-    // Sender.
-    pub snd_una: u64,
+    ack_pending: bool,
+    syn_pending: bool,
+    /// A probe goes out on the next poll, whatever the window.
+    tlp_due: bool,
+    close_requested: bool,
+    fin_sent: bool,
+    rescue_done: bool,
+    is_cwnd_limited: bool,
     pub snd_nxt: u64,
     /// End of the data the application has written.
     snd_limit: u64,
+    peer_wnd_right: u64,
+    /// `cfg.mss_bytes`, here on the first cache line: the scheduler reads
+    /// it for every subflow when it places data (`write_room_bytes`).
+    mss_bytes: u32,
+    dupacks: u32,
+    pub snd_una: u64,
+    max_pkts_out: u64,
+    sb: Scoreboard,
+    cwnd_usage_seq: u64,
+    /// The earliest of the timers (`rto_at`, `delack_at`, `time_wait_at`,
+    /// `reo_at`, `tlp_at`), as `earliest_timer` gives it, kept by every
+    /// method that may move a timer.
+    deadline: Option<SimTime>,
+    /// Changed through `refit` only, which keeps `mss_bytes`.
+    cfg: TcpConfig,
     /// Writes not yet sent that must leave as segments of their own (MPTCP
     /// mappings), oldest first, as (end, tag, length); empty for a plain
     /// byte stream. Once sent, the scoreboard's segments carry the tags.
     write_ends: VecDeque<(u64, u64, u32)>,
     /// Tag of the segment built last (`NO_TAG` for none or a pure ACK).
     last_tag: u64,
-    close_requested: bool,
-    fin_sent: bool,
-    fin_acked: bool,
-    peer_wnd_right: u64,
-    sb: Scoreboard,
     pub rtt: RttEstimator,
-    backoff: u32,
     rto_at: Option<SimTime>,
     /// End of TIME_WAIT (RFC 9293 3.10.7.4), when in that state.
     time_wait_at: Option<SimTime>,
-    /// The handshake completed once (a closed subflow then resets what arrives).
-    was_synchronised: bool,
     /// A reset to send for a segment that arrived after the close.
     /// Boxed: rarely set, and a header inline would add 200 bytes to
     /// every subflow.
     reset_reply: Option<Box<Packet>>,
-    /// Both ends use the timestamps option (RFC 7323 section 3.2).
-    ts_on: bool,
-    /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
-    ts_recent_ms: u32,
     /// Last.ACK.sent: the acknowledgement of the last segment built.
     last_ack_sent: u64,
     recovery_point: u64,
-    dupacks: u32,
-    force_rtx: bool,
-    rescue_done: bool,
-    /// A NewReno partial ACK arrived in this recovery episode.
-    partial_ack_seen: bool,
     /// The episode's rate reduction while in SACK recovery or CWR with `cfg.prr`.
     prr: Option<Prr>,
-    /// RACK-TLP finds losses (linux mode, SACK, `cfg.rack`).
-    rack_on: bool,
     /// RACK's reordering timer (Linux ICSK_TIME_REO_TIMEOUT).
     reo_at: Option<SimTime>,
     /// The tail loss probe timer (Linux ICSK_TIME_LOSS_PROBE).
     tlp_at: Option<SimTime>,
-    /// The earliest of the timers above, as `earliest_timer` gives it,
-    /// kept by every method that may move a timer: an MPTCP connection
-    /// asks each of its subflows after every activation.
-    deadline: Option<SimTime>,
-    /// A probe goes out on the next poll, whatever the window.
-    tlp_due: bool,
     /// SND.NXT after the outstanding probe (Linux `tlp_high_seq`), and
     /// whether that probe was a retransmission (`tlp_retrans`).
     tlp_high_seq: Option<u64>,
-    tlp_retrans: bool,
-    syn_pending: bool,
-    probe_pending: bool,
     last_send: SimTime,
-    is_cwnd_limited: bool,
-    max_pkts_out: u64,
-    cwnd_usage_seq: u64,
-    // Receiver.
     pub rcv: Receiver,
-    ack_pending: bool,
     delack_at: Option<SimTime>,
-    unacked_segs: u32,
     peer_fin_seq: Option<u64>,
-    peer_fin_received: bool,
-    send_complete_reported: bool,
     events: VecDeque<AppEvent>,
     pub stats: SubflowStats,
     /// Window to advertise instead of the subflow buffer's (MPTCP: the
@@ -133,6 +119,29 @@ pub struct Subflow {
     adv_wnd_override: Option<u64>,
     /// RFC 3168 state (negotiation, echo, CWR).
     pub ecn: Ecn,
+    pub local: Addr,
+    pub remote: Addr,
+    backoff: u32,
+    /// TS.Recent: the peer's TSval to echo (RFC 7323 section 4.3).
+    ts_recent_ms: u32,
+    unacked_segs: u32,
+    pub local_port: u16,
+    pub remote_port: u16,
+    is_client: bool,
+    fin_acked: bool,
+    /// The handshake completed once (a closed subflow then resets what arrives).
+    was_synchronised: bool,
+    /// Both ends use the timestamps option (RFC 7323 section 3.2).
+    ts_on: bool,
+    force_rtx: bool,
+    /// A NewReno partial ACK arrived in this recovery episode.
+    partial_ack_seen: bool,
+    /// RACK-TLP finds losses (linux mode, SACK, `cfg.rack`).
+    rack_on: bool,
+    tlp_retrans: bool,
+    probe_pending: bool,
+    peer_fin_received: bool,
+    send_complete_reported: bool,
 }
 
 /// The next segment `poll_transmit` sends.
@@ -228,6 +237,7 @@ impl Subflow {
             sb.enable_rack();
         }
         Subflow {
+            mss_bytes: cfg.mss_bytes,
             cfg,
             local: local.0,
             local_port: local.1,
@@ -391,7 +401,7 @@ impl Subflow {
     /// (the out-of-tree Linux scheduler's `mptcp_is_temp_unavailable`).
     #[inline]
     pub fn has_send_room(&self, cc: &SubflowCc, len: u64) -> bool {
-        let mss = self.cfg.mss_bytes as u64;
+        let mss = self.mss_bytes as u64;
         let (by_cwnd, by_peer) = self.write_room_bytes(cc);
         self.state.can_send() && by_cwnd >= mss && by_peer >= len.min(mss)
     }
@@ -401,7 +411,10 @@ impl Subflow {
     /// unsent, and what the peer's window leaves beyond what is written.
     #[inline]
     fn write_room_bytes(&self, cc: &SubflowCc) -> (u64, u64) {
-        let mss = self.cfg.mss_bytes as u64;
+        if cfg!(any(test, debug_assertions)) {
+            assert_eq!(self.mss_bytes, self.cfg.mss_bytes, "`cfg` changed without `refit`");
+        }
+        let mss = self.mss_bytes as u64;
         let cwnd_bytes = ((cc.cwnd_pkts * mss as f64) as u64).max(mss);
         let unsent = self.snd_limit.saturating_sub(self.snd_nxt);
         (cwnd_bytes.saturating_sub(self.sb.pipe_bytes() + unsent), self.peer_wnd_right.saturating_sub(self.snd_limit))
@@ -415,7 +428,7 @@ impl Subflow {
             return 0;
         }
         let (by_cwnd, by_peer) = self.write_room_bytes(cc);
-        by_cwnd.min(by_peer) / self.cfg.mss_bytes as u64
+        by_cwnd.min(by_peer) / self.mss_bytes as u64
     }
 
     /// A pure ACK carrying the current acknowledgement and window, for
@@ -442,7 +455,7 @@ impl Subflow {
     /// way to them instead (`segment`).
     #[inline]
     fn mss_now(&self) -> u64 {
-        let full = self.cfg.mss_bytes as u64;
+        let full = self.mss_bytes as u64;
         if self.cfg.data_option_bytes > 0 || !self.cfg.sack {
             return full;
         }
@@ -457,7 +470,19 @@ impl Subflow {
     /// changed (an MPTCP connection fell back to TCP): refits the segments.
     pub fn set_data_option_bytes(&mut self, bytes: u32) {
         self.cfg.data_option_bytes = bytes;
+        self.refit();
+    }
+
+    /// The segment size for the options now in use (`cfg.fit_to_mtu`),
+    /// and its copy.
+    fn refit(&mut self) {
         self.cfg.fit_to_mtu(self.ts_on);
+        self.mss_bytes = self.cfg.mss_bytes;
+    }
+
+    /// The configuration, with the segment size the handshake settled on.
+    pub fn cfg(&self) -> &TcpConfig {
+        &self.cfg
     }
 
     /// Aborts the subflow: the returned RST goes to the peer; no timers remain.
@@ -589,7 +614,7 @@ impl Subflow {
     /// under way or dupthresh segments are SACKed; else min_rtt/4, at most SRTT.
     fn rack_reo_wnd(&self, state: CaState) -> SimDuration {
         if !self.sb.reordering_seen() {
-            let dupthresh_bytes = self.cfg.dupthresh as u64 * self.cfg.mss_bytes as u64;
+            let dupthresh_bytes = self.cfg.dupthresh as u64 * self.mss_bytes as u64;
             if matches!(state, CaState::Recovery | CaState::Loss) || self.sb.sacked_bytes() >= dupthresh_bytes {
                 return SimDuration::ZERO;
             }
@@ -619,7 +644,7 @@ impl Subflow {
             self.enter_recovery(cc);
             if self.prr.is_some() {
                 // `tcp_cwnd_reduction(sk, 1, newly_lost, 0)`: as one packet delivered.
-                self.prr_on_ack(self.cfg.mss_bytes as u64, false, cc);
+                self.prr_on_ack(self.mss_bytes as u64, false, cc);
             } else {
                 let ss = cc.me().ssthresh_pkts;
                 cc.me().cwnd_pkts = ss;
@@ -658,7 +683,7 @@ impl Subflow {
     /// would tell the receiver nothing it could SACK). The RTO restarts
     /// from it.
     fn loss_probe(&mut self, now: SimTime) -> Option<Tx> {
-        let mss = self.cfg.mss_bytes as u64;
+        let mss = self.mss_bytes as u64;
         let write_end = self.write_ends.front().map_or(self.snd_limit, |w| w.0);
         let len = mss.min(write_end.saturating_sub(self.snd_nxt));
         let tx = if self.has_unsent_data() && self.state.can_send() && self.snd_nxt + len <= self.peer_wnd_right {
@@ -824,7 +849,7 @@ impl Subflow {
             self.ts_on = true;
             self.ts_recent_ms = ts.val_ms;
             // Linux `tcp_sync_mss` with the header length the handshake set.
-            self.cfg.fit_to_mtu(true);
+            self.refit();
         }
     }
 
@@ -1036,7 +1061,7 @@ impl Subflow {
             }
         }
         if grow && delivered_bytes > 0 && self.cwnd_limited(cc.me()) {
-            let mss = self.cfg.mss_bytes as f64;
+            let mss = self.mss_bytes as f64;
             let sample = AckSample { now, acked_pkts: delivered_bytes as f64 / mss, acked_bytes: delivered_bytes, rtt: ca_rtt };
             cc.ctrl.on_ack(cc.subs, cc.r, &sample);
         }
@@ -1053,7 +1078,7 @@ impl Subflow {
     fn newreno_partial_ack(&mut self, now: SimTime, acked_bytes: u64, cc: &mut CcCtx) {
         self.sb.mark_head_lost();
         self.force_rtx = true;
-        let mss = self.cfg.mss_bytes as f64;
+        let mss = self.mss_bytes as f64;
         let acked_pkts = acked_bytes as f64 / mss;
         let s = cc.me();
         s.cwnd_pkts = (s.cwnd_pkts - acked_pkts + if acked_pkts >= 1.0 { 1.0 } else { 0.0 }).max(1.0);
@@ -1160,7 +1185,7 @@ impl Subflow {
     /// window (RFC 3042: limited transmit; with SACK, segments sent as
     /// SACKs freed the pipe), so a decrease never raises the window.
     fn loss_flight_pkts(&self, cwnd_pkts: f64) -> f64 {
-        (self.sb.outstanding_bytes() as f64 / self.cfg.mss_bytes as f64).min(cwnd_pkts)
+        (self.sb.outstanding_bytes() as f64 / self.mss_bytes as f64).min(cwnd_pkts)
     }
 
     /// A congestion event: the controller sets ssthresh from that
@@ -1180,7 +1205,7 @@ impl Subflow {
     /// RFC 6937 (Linux `tcp_cwnd_reduction`): the window after an ACK in recovery or CWR.
     fn prr_on_ack(&mut self, delivered_bytes: u64, safe_ack: bool, cc: &mut CcCtx) {
         let Some(prr) = self.prr.as_mut() else { return };
-        let mss = self.cfg.mss_bytes as u64;
+        let mss = self.mss_bytes as u64;
         let newly_pkts = delivered_bytes.div_ceil(mss) as f64;
         let pipe_pkts = self.sb.pipe_bytes().div_ceil(mss) as f64;
         let ssthresh_pkts = cc.me().ssthresh_pkts;
@@ -1293,7 +1318,7 @@ impl Subflow {
     /// A round of sending that sent nothing and was not blocked ends.
     #[inline(always)]
     fn end_empty_round(&mut self, cc: &SubflowCc) {
-        let mss = self.cfg.mss_bytes as u64;
+        let mss = self.mss_bytes as u64;
         self.cwnd_validate(false, (cc.cwnd_pkts * mss as f64) as u64);
     }
 
@@ -1303,7 +1328,7 @@ impl Subflow {
 
     /// Copies what controllers read into the connection's `SubflowCc`.
     pub fn sync_cc(&self, cc: &mut CcCtx) {
-        let mss = self.cfg.mss_bytes;
+        let mss = self.mss_bytes;
         let s = &mut cc.subs[cc.r];
         s.srtt = self.rtt.srtt;
         s.min_rtt = self.rtt.min_rtt;
@@ -1326,8 +1351,8 @@ impl Subflow {
     /// Linux `tcp_cwnd_validate`, after a round of sending.
     fn cwnd_validate(&mut self, blocked_by_cwnd: bool, cwnd_bytes: u64) {
         let pipe = self.sb.pipe_bytes();
-        let limited = blocked_by_cwnd || pipe + self.cfg.mss_bytes as u64 > cwnd_bytes;
-        let pkts_out = pipe.div_ceil(self.cfg.mss_bytes as u64);
+        let limited = blocked_by_cwnd || pipe + self.mss_bytes as u64 > cwnd_bytes;
+        let pkts_out = pipe.div_ceil(self.mss_bytes as u64);
         if self.snd_una >= self.cwnd_usage_seq || limited || (!self.is_cwnd_limited && pkts_out > self.max_pkts_out) {
             self.is_cwnd_limited = limited;
             self.max_pkts_out = pkts_out;
@@ -1432,7 +1457,7 @@ impl Subflow {
                 return Some(tx);
             }
         }
-        let mss = self.cfg.mss_bytes as u64;
+        let mss = self.mss_bytes as u64;
         let cwnd_bytes = (cc.me().cwnd_pkts * mss as f64) as u64;
         let pipe = self.sb.pipe_bytes();
         // RFC 3042 limited transmit (without SACK; with SACK the pipe
@@ -1604,7 +1629,27 @@ impl Subflow {
 
 #[cfg(test)]
 mod tests {
-    use super::Prr;
+    use super::{Prr, Subflow};
+    use std::mem::offset_of;
+
+    /// What the MPTCP scheduler and `poll_nothing_due` read stays at the
+    /// start, where a `Sub` puts it on its first cache line (after 8 bytes
+    /// of its own), and the scoreboard's counters on the next.
+    #[test]
+    fn the_fields_read_for_every_subflow_lead() {
+        let ends = [
+            offset_of!(Subflow, state) + 1,
+            offset_of!(Subflow, is_cwnd_limited) + 1,
+            offset_of!(Subflow, snd_nxt) + 8,
+            offset_of!(Subflow, snd_limit) + 8,
+            offset_of!(Subflow, peer_wnd_right) + 8,
+            offset_of!(Subflow, mss_bytes) + 4,
+            offset_of!(Subflow, snd_una) + 8,
+            offset_of!(Subflow, max_pkts_out) + 8,
+        ];
+        assert!(ends.iter().all(|&end| end <= 56), "{ends:?}");
+        assert_eq!(offset_of!(Subflow, sb), 56);
+    }
 
     /// Feeds `prr` ACKs of one packet each from a pipe of `pipe_pkts` and
     /// sends what it allows; returns the packets sent per ACK.

@@ -161,7 +161,7 @@ impl Pair {
                     entered: !in_recovery(before.ca_state),
                     exited: !in_recovery(cc.ca_state),
                     sent_segs: self.client_data_segs - segs,
-                    pipe_pkts: self.client.sf.bytes_in_flight() as f64 / self.client.sf.cfg.mss_bytes as f64,
+                    pipe_pkts: self.client.sf.bytes_in_flight() as f64 / self.client.sf.cfg().mss_bytes as f64,
                     cwnd_before_pkts: before.cwnd_pkts,
                     cwnd_pkts: cc.cwnd_pkts,
                     ssthresh_pkts: cc.ssthresh_pkts,
@@ -771,7 +771,7 @@ fn entering_recovery_never_raises_the_window() {
 fn a_timeout_in_recovery_halves_the_outstanding_data_not_the_pipe() {
     for (cfg, expected) in [(TcpConfig::default(), 2.5), (linux_prr(), 5.0)] {
         let (mut c, _) = sending_client(cfg, "reno");
-        let mss = c.sf.cfg.mss_bytes as u64;
+        let mss = c.sf.cfg().mss_bytes as u64;
         c.handle_segment(SimTime::from_secs_f64(0.04), &ack_of(1, &[(1 + mss, 1 + 4 * mss)]));
         assert_eq!(c.cc().ca_state, CaState::Recovery);
         assert_eq!(c.cc().ssthresh_pkts, 5.0);

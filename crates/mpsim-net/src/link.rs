@@ -28,7 +28,7 @@
 use crate::loss::LossModel;
 use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
 use crate::routing::FlowKey;
-use mpsim_core::{PacketId, SimDuration, SimRng, SimTime};
+use mpsim_core::{Addr, PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
 
 /// Picoseconds of one bit at 1 bit/s.
@@ -75,19 +75,41 @@ pub struct DirStats {
     pub busy_ps: u64,
 }
 
+/// A packet in the pipe, its 5-tuple flattened beside the other fields
+/// (32 bytes; as a nested `FlowKey` its padding would make 40).
 #[derive(Clone, Copy, Debug)]
 struct InFlight {
     arrival: SimTime,
     pid: PacketId,
     wire_bytes: u32,
+    src: Addr,
+    dst: Addr,
+    sport: u16,
+    dport: u16,
+    proto: u8,
     lost: bool,
     ect: bool,
-    key: FlowKey,
 }
 
 impl InFlight {
     fn new(arrival: SimTime, p: &QPkt, lost: bool) -> Self {
-        InFlight { arrival, pid: p.pid, wire_bytes: p.wire_bytes, lost, ect: p.ect, key: p.key }
+        let k = &p.key;
+        InFlight {
+            arrival,
+            pid: p.pid,
+            wire_bytes: p.wire_bytes,
+            src: k.src,
+            dst: k.dst,
+            sport: k.sport,
+            dport: k.dport,
+            proto: k.proto,
+            lost,
+            ect: p.ect,
+        }
+    }
+
+    fn key(&self) -> FlowKey {
+        FlowKey { src: self.src, dst: self.dst, sport: self.sport, dport: self.dport, proto: self.proto }
     }
 }
 
@@ -422,7 +444,7 @@ impl LinkDir {
             pid: head.pid,
             survived: !head.lost,
             next: self.pipe.front().map(|f| f.arrival),
-            key: head.key,
+            key: head.key(),
             wire_bytes: head.wire_bytes,
             ect: head.ect,
         }
@@ -497,7 +519,6 @@ impl LinkDir {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mpsim_core::Addr;
 
     fn dir(bw: u64, delay_ms: u64, q: QueueLimit) -> LinkDir {
         LinkDir::new(
@@ -530,6 +551,11 @@ mod tests {
     /// with it, in order, whether the FIFO is computed (drop-tail) or held
     /// by a scheduling discipline (CoDel): the engine forwards by them
     /// without reading the packet.
+    #[test]
+    fn a_pipe_entry_takes_32_bytes() {
+        assert_eq!(std::mem::size_of::<InFlight>(), 32);
+    }
+
     #[test]
     fn a_packets_header_fields_travel_with_it_through_the_link() {
         let base = dir(10_000_000, 1, QueueLimit::Packets(10));

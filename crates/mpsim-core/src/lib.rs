@@ -10,6 +10,7 @@ pub mod packet;
 pub mod pool;
 pub mod rng;
 pub mod sctp;
+pub mod spare;
 pub mod time;
 
 pub use event::EventQueue;

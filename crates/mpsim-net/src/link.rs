@@ -28,6 +28,7 @@
 use crate::loss::LossModel;
 use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
 use crate::routing::FlowKey;
+use mpsim_core::spare::release_spare;
 use mpsim_core::{Addr, PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
 
@@ -435,6 +436,9 @@ impl LinkDir {
             self.advance(t);
         }
         let head = self.pipe.pop_front().expect("arrival event with an empty pipe");
+        // A direction drained after a burst gives its room back (a k=32
+        // FatTree has 49,152 of them).
+        release_spare(&mut self.pipe);
         if head.lost {
             self.stats.loss_drops += 1;
         } else {

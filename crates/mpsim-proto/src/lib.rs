@@ -7,7 +7,6 @@ pub mod apps;
 pub mod buffers;
 pub mod mptcp;
 pub mod sctp;
-mod spare;
 pub mod tcp;
 pub mod transport;
 pub mod workload;

@@ -66,7 +66,7 @@ impl SubflowRx {
         if let Some(&(ssn, dsn, len)) = self.map.front() {
             if ssn == start && ssn + len as u64 == end {
                 self.map.pop_front();
-                crate::spare::release_spare(&mut self.map);
+                mpsim_core::spare::release_spare(&mut self.map);
                 out.push((dsn, dsn + len as u64));
                 return;
             }
@@ -81,7 +81,7 @@ impl SubflowRx {
         while self.map.front().is_some_and(|&(ssn, _, len)| ssn + len as u64 <= end) {
             self.map.pop_front();
         }
-        crate::spare::release_spare(&mut self.map);
+        mpsim_core::spare::release_spare(&mut self.map);
     }
 }
 

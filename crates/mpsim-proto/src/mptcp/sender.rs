@@ -185,7 +185,7 @@ impl DataSender {
                 }
             }
         }
-        crate::spare::release_spare(&mut self.reinject);
+        mpsim_core::spare::release_spare(&mut self.reinject);
         self.new_data(mss_bytes)
     }
 
@@ -296,7 +296,7 @@ impl DataSender {
     fn leave_reinjection_queue(&mut self, dsn: u64) {
         if self.reinject.front() == Some(&dsn) {
             self.reinject.pop_front();
-            crate::spare::release_spare(&mut self.reinject);
+            mpsim_core::spare::release_spare(&mut self.reinject);
             debug_assert!(!self.reinject.contains(&dsn), "DSN {dsn} queued twice for reinjection");
         } else {
             self.reinject.retain(|&d| d != dsn);
@@ -362,7 +362,7 @@ impl DataSender {
         while self.unacked.front().is_some_and(|s| s.dsn + s.len as u64 <= rel) {
             self.unacked.pop_front();
         }
-        crate::spare::release_spare(&mut self.unacked);
+        mpsim_core::spare::release_spare(&mut self.unacked);
         if let Some(head) = self.unacked.front_mut() {
             if head.dsn < rel {
                 // Partly acknowledged: keep the rest.

@@ -324,9 +324,9 @@ impl Scoreboard {
             while q.front().is_some_and(|&(_, end)| end <= ack) {
                 q.pop_front();
             }
-            crate::spare::release_spare(q);
+            mpsim_core::spare::release_spare(q);
         }
-        crate::spare::release_spare(&mut self.segs);
+        mpsim_core::spare::release_spare(&mut self.segs);
         info
     }
 

@@ -1,7 +1,8 @@
 //! Queues of per-segment records (a subflow's scoreboard, the data not yet
-//! DATA_ACKed, the mappings a receiver holds) would keep the capacity of
-//! their longest moment for the rest of the run; with 65,536 subflows in a
-//! datacenter run that spare room was most of the memory. A queue that has
+//! DATA_ACKed, the mappings a receiver holds, a link direction's packets)
+//! would keep the capacity of their longest moment for the rest of the
+//! run; with 65,536 subflows in a datacenter run that spare room was most
+//! of the memory. A queue that has
 //! drained to under a quarter of its capacity shrinks to twice what it
 //! holds, so its capacity stays within four times that, and a queue that
 //! refills doubles again at the usual amortised cost.
@@ -17,7 +18,7 @@ const KEPT_RECORDS: usize = 8;
 /// Shrinks `q` to twice what it holds when it holds under a quarter of
 /// its capacity (a queue emptied after a burst gives all of it back at once).
 #[inline]
-pub(crate) fn release_spare<T>(q: &mut VecDeque<T>) {
+pub fn release_spare<T>(q: &mut VecDeque<T>) {
     let cap = q.capacity();
     if cap > KEPT_RECORDS && q.len() < cap / 4 {
         q.shrink_to((2 * q.len()).max(KEPT_RECORDS));

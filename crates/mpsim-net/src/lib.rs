@@ -9,7 +9,7 @@ pub mod qdisc;
 pub mod routing;
 pub mod sdn;
 
-pub use link::{DirStats, EnqueueOutcome, LinkDir, LinkDirParams, QueueLimit};
+pub use link::{DirStats, EnqueueOutcome, Hop, LinkDir, LinkDirParams, QueueLimit};
 pub use loss::LossModel;
 pub use qdisc::{AqmAction, QdiscConfig};
 pub use routing::{iface_addr, iface_of_addr, FlowKey, ForwardingMode, NodeKind, RouteConfig, Routes, Topology, MAX_LINKS};

@@ -28,6 +28,7 @@
 use crate::loss::LossModel;
 use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
 use crate::routing::FlowKey;
+use mpsim_core::pool::StoredPacket;
 use mpsim_core::spare::release_spare;
 use mpsim_core::{Addr, PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
@@ -114,10 +115,28 @@ impl InFlight {
     }
 }
 
-/// The packet arriving at the far end of a direction, with what a switch
-/// needs to send it on: the 5-tuple and size travel with it through the
-/// pipe, so forwarding need not read the packet itself (on a large fabric
-/// that read is a cache miss at nearly every hop).
+/// What a link and the next switch need of a packet: its 5-tuple (for
+/// forwarding and flow-aware queues), size and ECN capability. It travels
+/// with the packet through the pipe, so forwarding need not read the
+/// packet itself (on a large fabric that read is a cache miss at nearly
+/// every hop).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hop {
+    pub key: FlowKey,
+    pub wire_bytes: u32,
+    pub ect: bool,
+}
+
+impl Hop {
+    /// Read from a packet in the pool (where a packet enters a link).
+    #[inline(always)]
+    pub fn of(p: &StoredPacket) -> Hop {
+        let key = FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto: p.proto.ip_number() };
+        Hop { key, wire_bytes: p.wire_bytes, ect: p.ecn.is_ect() }
+    }
+}
+
+/// The packet arriving at the far end of a direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Arrived {
     pub pid: PacketId,
@@ -125,9 +144,7 @@ pub struct Arrived {
     pub survived: bool,
     /// When the next packet in the pipe arrives.
     pub next: Option<SimTime>,
-    pub key: FlowKey,
-    pub wire_bytes: u32,
-    pub ect: bool,
+    pub hop: Hop,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -448,9 +465,7 @@ impl LinkDir {
             pid: head.pid,
             survived: !head.lost,
             next: self.pipe.front().map(|f| f.arrival),
-            key: head.key(),
-            wire_bytes: head.wire_bytes,
-            ect: head.ect,
+            hop: Hop { key: head.key(), wire_bytes: head.wire_bytes, ect: head.ect },
         }
     }
 
@@ -551,15 +566,15 @@ mod tests {
         assert_eq!((a.pid, a.survived, a.next), (PacketId(0), true, Some(t + SimDuration(1_211_200_000))));
     }
 
-    /// Each packet's 5-tuple, size and ECN capability come out of the pipe
-    /// with it, in order, whether the FIFO is computed (drop-tail) or held
-    /// by a scheduling discipline (CoDel): the engine forwards by them
-    /// without reading the packet.
     #[test]
     fn a_pipe_entry_takes_32_bytes() {
         assert_eq!(std::mem::size_of::<InFlight>(), 32);
     }
 
+    /// Each packet's 5-tuple, size and ECN capability come out of the pipe
+    /// with it, in order, whether the FIFO is computed (drop-tail) or held
+    /// by a scheduling discipline (CoDel): the engine forwards by them
+    /// without reading the packet.
     #[test]
     fn a_packets_header_fields_travel_with_it_through_the_link() {
         let base = dir(10_000_000, 1, QueueLimit::Packets(10));
@@ -588,7 +603,10 @@ mod tests {
             }
             for i in 0..4u32 {
                 let a = d.pop_arrival();
-                assert_eq!((a.pid, a.key, a.wire_bytes, a.ect, a.survived), (PacketId(i), key(i), 100 + i, i == 2, true));
+                assert_eq!(
+                    (a.pid, a.hop.key, a.hop.wire_bytes, a.hop.ect, a.survived),
+                    (PacketId(i), key(i), 100 + i, i == 2, true)
+                );
             }
         }
     }

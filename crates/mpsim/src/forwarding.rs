@@ -7,10 +7,10 @@
 //! routers along them, matched on the 5-tuple ahead of the tables.
 
 use crate::flows::Demux;
-use crate::sim::{demux_key, Ev, Hop, Simulation};
+use crate::sim::{demux_key, Ev, Simulation};
 use crate::spec::{ForwardingSpec, Spec};
 use mpsim_core::{NodeId, PacketId, SimDuration};
-use mpsim_net::{iface_of_addr, FlowKey, ForwardingMode, RouteConfig, Routes, Topology};
+use mpsim_net::{iface_of_addr, FlowKey, ForwardingMode, Hop, RouteConfig, Routes, Topology};
 use rustc_hash::FxHashMap;
 use serde_json::{json, Value};
 

@@ -7,10 +7,9 @@ use crate::endpoint::EpKind;
 use crate::flows::{Demux, Endpoint, Flow};
 use crate::report::Sampler;
 use mpsim_core::mptcp::MpOption;
-use mpsim_core::pool::StoredPacket;
 use mpsim_core::{Addr, EventQueue, LinkId, NodeId, Packet, PacketId, PacketPool, SimTime};
 use mpsim_net::qdisc::{flow_hash, QPkt};
-use mpsim_net::{iface_of_addr, AqmAction, EnqueueOutcome, FlowKey, LinkDir, NodeKind, Routes, Topology};
+use mpsim_net::{iface_of_addr, AqmAction, EnqueueOutcome, Hop, LinkDir, NodeKind, Routes, Topology};
 use mpsim_proto::MptcpEvent;
 use rustc_hash::FxHashMap;
 
@@ -144,24 +143,6 @@ pub struct Simulation {
 pub(crate) struct Capture {
     pub name: String,
     pub writer: crate::pcap::PcapWriter<Vec<u8>>,
-}
-
-/// What the engine needs of a packet to send it over a link: its 5-tuple
-/// (for forwarding and flow-aware queues), size and ECN capability. It
-/// travels with the packet through each link ([`mpsim_net::link::Arrived`]).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Hop {
-    pub key: FlowKey,
-    pub wire_bytes: u32,
-    pub ect: bool,
-}
-
-impl Hop {
-    #[inline(always)]
-    pub(crate) fn of(p: &StoredPacket) -> Hop {
-        let key = FlowKey { src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto: p.proto.ip_number() };
-        Hop { key, wire_bytes: p.wire_bytes, ect: p.ecn.is_ect() }
-    }
 }
 
 /// Wire bytes of an RST without options (Ethernet 14, IPv4 20, TCP 20).
@@ -298,7 +279,7 @@ impl Simulation {
             self.pool.free(a.pid);
             return;
         }
-        self.arrive(dir, a.pid, &Hop { key: a.key, wire_bytes: a.wire_bytes, ect: a.ect });
+        self.arrive(dir, a.pid, &a.hop);
     }
 
     fn on_jittered(&mut self, dir: u32, generation: u32, pid: PacketId) {

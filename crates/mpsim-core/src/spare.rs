@@ -19,9 +19,16 @@ const KEPT_RECORDS: usize = 8;
 /// its capacity (a queue emptied after a burst gives all of it back at once).
 #[inline]
 pub fn release_spare<T>(q: &mut VecDeque<T>) {
+    release_spare_keeping(q, KEPT_RECORDS);
+}
+
+/// `release_spare` for a queue that keeps `kept` records (a queue whose
+/// length swings widely would otherwise give back and regrow its room).
+#[inline]
+pub fn release_spare_keeping<T>(q: &mut VecDeque<T>, kept: usize) {
     let cap = q.capacity();
-    if cap > KEPT_RECORDS && q.len() < cap / 4 {
-        q.shrink_to((2 * q.len()).max(KEPT_RECORDS));
+    if cap > kept && q.len() < cap / 4 {
+        q.shrink_to((2 * q.len()).max(kept));
     }
 }
 
@@ -43,6 +50,18 @@ mod tests {
         q.clear();
         release_spare(&mut q);
         assert!(q.capacity() >= KEPT_RECORDS && q.capacity() < 2 * KEPT_RECORDS, "{}", q.capacity());
+    }
+
+    #[test]
+    fn a_queue_keeps_the_records_it_is_given() {
+        let mut q: VecDeque<u64> = (0..64).collect();
+        q.drain(..62);
+        release_spare_keeping(&mut q, 32);
+        assert!(q.capacity() >= 32 && q.capacity() < 64, "{}", q.capacity());
+        let cap = q.capacity();
+        q.clear();
+        release_spare_keeping(&mut q, 32);
+        assert_eq!(q.capacity(), cap, "at most `kept` records: nothing to give back");
     }
 
     #[test]

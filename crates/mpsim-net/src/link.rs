@@ -29,9 +29,16 @@ use crate::loss::LossModel;
 use crate::qdisc::{AqmAction, Backlog, QPkt, Qdisc, QdiscConfig, Verdict};
 use crate::routing::FlowKey;
 use mpsim_core::pool::StoredPacket;
-use mpsim_core::spare::release_spare;
+use mpsim_core::spare::release_spare_keeping;
 use mpsim_core::{Addr, PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
+
+/// Pipe entries a direction always keeps. A lightly loaded access link's
+/// pipe swings between one and a dozen packets with each window; keeping
+/// 8 made it give back and regrow its room some 18,000 times per simulated
+/// second on the 100-flow dumbbell (2 % of the run's instructions), while
+/// 16 entries (512 bytes) cost a k=32 FatTree at most 12 MiB more.
+const PIPE_KEPT_RECORDS: usize = 16;
 
 /// Picoseconds of one bit at 1 bit/s.
 const BIT_PS: u64 = 8 * 1_000_000_000_000;
@@ -44,17 +51,20 @@ pub enum QueueLimit {
     Bytes(u64),
 }
 
-/// Parameters of one link direction.
+/// Parameters of one link direction. Fields in declaration order
+/// (`repr(C)`): an offer reads the first five, which share a cache line
+/// with the direction's other hot fields (`LinkDir`).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct LinkDirParams {
-    pub bandwidth_bps: u64,
-    pub delay: SimDuration,
     pub queue: QueueLimit,
-    pub loss: LossModel,
+    pub delay: SimDuration,
+    pub bandwidth_bps: u64,
     /// Extra delay drawn uniformly in [0, jitter) per packet, as netem's
     /// jitter: packets may overtake each other (reordering).
     pub jitter: SimDuration,
     pub up: bool,
+    pub loss: LossModel,
 }
 
 /// Counters of one direction.
@@ -171,59 +181,121 @@ pub enum EnqueueOutcome {
     Dropped,
 }
 
-/// Fields in declaration order (`repr(C)`), those an offer and an arrival
-/// read first: on a large fabric a direction is evicted from the caches
-/// between two of its packets, so each line its hot fields span is a miss.
-#[repr(C)]
+/// Fields in declaration order (`repr(C)`), aligned to a cache line: on
+/// a large fabric a direction is evicted from the caches between two of
+/// its packets, so each line its hot fields span is a miss. An arrival
+/// reads the first two lines, an offer the first three (drop-tail,
+/// lossless); the rest serve the disciplines, the loss model and reports.
+#[repr(C, align(64))]
 pub struct LinkDir {
     busy_until: SimTime,
     pipe: VecDeque<InFlight>,
-    waiting: VecDeque<Waiting>,
     waiting_bytes: u64,
-    /// Picoseconds per byte at `cached_rate_bps` when that divides
+    /// Picoseconds per byte at the current rate when that divides
     /// 8 bit x 10^12 ps exactly, else 0: two 64-bit divisions per packet
-    /// saved, which cost tens of cycles each.
+    /// saved, which cost tens of cycles each. Set with the parameters.
     ps_per_byte: u64,
-    /// The rate `ps_per_byte` was computed for (`params` is public and
-    /// changes with link events, so the cache checks it).
-    cached_rate_bps: u64,
     /// Bumped whenever pending arrival events become invalid.
     pub generation: u32,
     /// Bumped when the link goes down: jittered packets still travelling
     /// are lost (a re-timing leaves them alone).
     pub jitter_generation: u32,
-    pub params: LinkDirParams,
+    // Second line.
+    waiting: VecDeque<Waiting>,
+    rx_bytes: u64,
+    tx_bytes: u64,
+    tx_packets: u64,
+    /// The discipline is drop-tail: nothing to consult, hold or list in `aqm`.
+    drop_tail: bool,
+    /// The loss model never loses a packet (no draw per packet).
+    lossless: bool,
+    // Third line.
+    busy_ps: u64,
+    params: LinkDirParams,
     qdisc: Qdisc,
     /// Packets the discipline dropped or marked since the engine last
-    /// looked (it drains this after every call).
+    /// looked (it drains this after every call that `aqm_pending` flags).
     pub aqm: Vec<(PacketId, AqmAction)>,
-    pub stats: DirStats,
+    queue_drops: u64,
+    ecn_marks: u64,
+    loss_drops: u64,
+    down_drops: u64,
     rng: SimRng,
 }
 
 impl LinkDir {
     pub fn new(params: LinkDirParams, rng: SimRng) -> Self {
-        LinkDir {
-            params,
-            stats: DirStats::default(),
-            generation: 0,
-            jitter_generation: 0,
-            rng,
+        let mut d = LinkDir {
             busy_until: SimTime::ZERO,
             pipe: VecDeque::new(),
-            waiting: VecDeque::new(),
             waiting_bytes: 0,
+            ps_per_byte: 0,
+            generation: 0,
+            jitter_generation: 0,
+            waiting: VecDeque::new(),
+            rx_bytes: 0,
+            tx_bytes: 0,
+            tx_packets: 0,
+            drop_tail: true,
+            lossless: true,
+            busy_ps: 0,
+            params,
             qdisc: Qdisc::DropTail,
             aqm: Vec::new(),
-            cached_rate_bps: 0,
-            ps_per_byte: 0,
-        }
+            queue_drops: 0,
+            ecn_marks: 0,
+            loss_drops: 0,
+            down_drops: 0,
+            rng,
+        };
+        d.set_params(params);
+        d
     }
 
     /// A direction running queue discipline `cfg` (drop-tail by default).
     pub fn with_qdisc(params: LinkDirParams, mut rng: SimRng, cfg: QdiscConfig) -> Self {
         let qdisc = Qdisc::new(cfg, &mut rng);
-        LinkDir { qdisc, ..LinkDir::new(params, rng) }
+        let drop_tail = matches!(qdisc, Qdisc::DropTail);
+        LinkDir { qdisc, drop_tail, ..LinkDir::new(params, rng) }
+    }
+
+    pub fn params(&self) -> &LinkDirParams {
+        &self.params
+    }
+
+    /// New parameters, from now on (`sync` first for a scheduling
+    /// discipline, `retime` after for the packets already waiting).
+    pub fn set_params(&mut self, params: LinkDirParams) {
+        self.params = params;
+        let rate = params.bandwidth_bps;
+        self.ps_per_byte = if Self::exact_at(rate) { BIT_PS / rate } else { 0 };
+        self.lossless = matches!(params.loss, LossModel::None);
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> DirStats {
+        DirStats {
+            tx_bytes: self.tx_bytes,
+            tx_packets: self.tx_packets,
+            rx_bytes: self.rx_bytes,
+            queue_drops: self.queue_drops,
+            ecn_marks: self.ecn_marks,
+            loss_drops: self.loss_drops,
+            down_drops: self.down_drops,
+            busy_ps: self.busy_ps,
+        }
+    }
+
+    /// The discipline listed drops or marks in `aqm` for the engine.
+    #[inline(always)]
+    pub fn aqm_pending(&self) -> bool {
+        !self.drop_tail && !self.aqm.is_empty()
+    }
+
+    /// A discipline holds the waiting packets (CoDel, FQ-CoDel).
+    #[inline(always)]
+    fn holds_packets(&self) -> bool {
+        !self.drop_tail && self.qdisc.holds_packets()
     }
 
     pub fn qdisc(&self) -> &Qdisc {
@@ -242,7 +314,7 @@ impl LinkDir {
 
     /// Packets waiting for the transmitter at `now`.
     pub fn queue_len_pkts(&mut self, now: SimTime) -> usize {
-        if self.qdisc.holds_packets() {
+        if self.holds_packets() {
             self.advance(now);
             return self.qdisc.len_pkts();
         }
@@ -265,16 +337,11 @@ impl LinkDir {
     /// divide 8 bit x 10^12 ps exactly, and then a multiplication gives the
     /// same integer as the general (128-bit) division, at a fraction of its cost.
     #[inline]
-    fn transmission(&mut self, wire_bytes: u32) -> SimDuration {
-        let rate = self.params.bandwidth_bps;
-        if rate != self.cached_rate_bps {
-            self.cached_rate_bps = rate;
-            self.ps_per_byte = if Self::exact_at(rate) { BIT_PS / rate } else { 0 };
-        }
+    fn transmission(&self, wire_bytes: u32) -> SimDuration {
         if self.ps_per_byte != 0 {
             SimDuration(wire_bytes as u64 * self.ps_per_byte)
         } else {
-            Self::transmission_at(wire_bytes, rate)
+            Self::transmission_at(wire_bytes, self.params.bandwidth_bps)
         }
     }
 
@@ -301,7 +368,7 @@ impl LinkDir {
     /// The discipline sorts packets by flow (`QPkt::flow_hash` is read).
     #[inline]
     pub fn uses_flow_hash(&self) -> bool {
-        self.qdisc.uses_flow_hash()
+        !self.drop_tail && self.qdisc.uses_flow_hash()
     }
 
     /// Inlined into the engine's single caller: the call, and the offer and
@@ -309,22 +376,22 @@ impl LinkDir {
     #[inline(always)]
     pub fn offer(&mut self, now: SimTime, pkt: QPkt) -> EnqueueOutcome {
         if !self.params.up {
-            self.stats.down_drops += 1;
+            self.down_drops += 1;
             return EnqueueOutcome::Dropped;
         }
-        if self.qdisc.holds_packets() {
+        if self.holds_packets() {
             return self.offer_held(now, pkt);
         }
         let (pid, wire_bytes) = (pkt.pid, pkt.wire_bytes);
         self.purge_started(now);
         let idle = self.busy_until <= now;
-        let verdict = if matches!(self.qdisc, Qdisc::DropTail) { Verdict::Pass } else { self.admit(now, idle, &pkt) };
+        let verdict = if self.drop_tail { Verdict::Pass } else { self.admit(now, idle, &pkt) };
         if verdict == Verdict::Drop || !idle && self.queue_full(wire_bytes) {
-            self.stats.queue_drops += 1;
+            self.queue_drops += 1;
             return EnqueueOutcome::Dropped;
         }
         if verdict == Verdict::Mark {
-            self.stats.ecn_marks += 1;
+            self.ecn_marks += 1;
             self.aqm.push((pid, AqmAction::Mark));
         }
         let tx_start = if idle { now } else { self.busy_until };
@@ -336,13 +403,13 @@ impl LinkDir {
             self.waiting.push_back(Waiting { tx_start, wire_bytes, in_pipe: !jittered });
             self.waiting_bytes += wire_bytes as u64;
         }
-        self.stats.tx_bytes += wire_bytes as u64;
-        self.stats.tx_packets += 1;
-        self.stats.busy_ps += tx.as_ps();
+        self.tx_bytes += wire_bytes as u64;
+        self.tx_packets += 1;
+        self.busy_ps += tx.as_ps();
         let lost = self.lose();
         if jittered {
             if lost {
-                self.stats.loss_drops += 1;
+                self.loss_drops += 1;
                 return EnqueueOutcome::LostOnWire;
             }
             let extra = SimDuration(self.rng.below(self.params.jitter.as_ps()));
@@ -358,7 +425,7 @@ impl LinkDir {
     /// skipped on a lossless link (most of them).
     #[inline]
     fn lose(&mut self) -> bool {
-        !matches!(self.params.loss, LossModel::None) && self.params.loss.lose(&mut self.rng)
+        !self.lossless && self.params.loss.lose(&mut self.rng)
     }
 
     /// An admission discipline's verdict on a packet arriving at `now`.
@@ -393,7 +460,7 @@ impl LinkDir {
         }
         self.count_aqm(seen);
         if !accepted {
-            self.stats.queue_drops += 1;
+            self.queue_drops += 1;
             return EnqueueOutcome::Dropped;
         }
         self.advance(now);
@@ -404,8 +471,8 @@ impl LinkDir {
     fn count_aqm(&mut self, from: usize) {
         for a in &self.aqm[from..] {
             match a.1 {
-                AqmAction::Drop => self.stats.queue_drops += 1,
-                AqmAction::Mark => self.stats.ecn_marks += 1,
+                AqmAction::Drop => self.queue_drops += 1,
+                AqmAction::Mark => self.ecn_marks += 1,
             }
         }
     }
@@ -421,9 +488,9 @@ impl LinkDir {
             let Some(p) = next else { break };
             let tx = self.transmission(p.wire_bytes);
             self.busy_until = t + tx;
-            self.stats.tx_bytes += p.wire_bytes as u64;
-            self.stats.tx_packets += 1;
-            self.stats.busy_ps += tx.as_ps();
+            self.tx_bytes += p.wire_bytes as u64;
+            self.tx_packets += 1;
+            self.busy_ps += tx.as_ps();
             let lost = self.lose();
             let arrival = (self.busy_until + self.params.delay).max(self.last_arrival());
             self.pipe.push_back(InFlight::new(arrival, &p, lost));
@@ -434,7 +501,7 @@ impl LinkDir {
     /// the parameters (the dequeues before now used the old ones). Nothing
     /// for the others. The engine drains `aqm` afterwards.
     pub fn sync(&mut self, now: SimTime) {
-        if self.qdisc.holds_packets() {
+        if self.holds_packets() {
             self.advance(now);
         }
     }
@@ -445,7 +512,7 @@ impl LinkDir {
     pub fn pop_arrival(&mut self) -> Arrived {
         // The engine only calls this at the head's arrival time for the
         // current generation, so the pipe is non-empty.
-        if self.qdisc.holds_packets() {
+        if self.holds_packets() {
             // The transmitter freed no later than this arrival; the head
             // stays in the pipe meanwhile, so what it dequeues arrives
             // after the head even if the delay has just been lowered.
@@ -455,11 +522,11 @@ impl LinkDir {
         let head = self.pipe.pop_front().expect("arrival event with an empty pipe");
         // A direction drained after a burst gives its room back (a k=32
         // FatTree has 49,152 of them).
-        release_spare(&mut self.pipe);
+        release_spare_keeping(&mut self.pipe, PIPE_KEPT_RECORDS);
         if head.lost {
-            self.stats.loss_drops += 1;
+            self.loss_drops += 1;
         } else {
-            self.stats.rx_bytes += head.wire_bytes as u64;
+            self.rx_bytes += head.wire_bytes as u64;
         }
         Arrived {
             pid: head.pid,
@@ -479,7 +546,7 @@ impl LinkDir {
         self.waiting.clear();
         self.waiting_bytes = 0;
         let held = self.qdisc.drain();
-        self.stats.down_drops += (self.pipe.len() + held.len()) as u64;
+        self.down_drops += (self.pipe.len() + held.len()) as u64;
         self.pipe.drain(..).map(|f| f.pid).chain(held).collect()
     }
 
@@ -496,7 +563,7 @@ impl LinkDir {
     /// waiting, the transmitter's schedule stays as it is for every packet
     /// (re-timing the others would overlap their transmissions with its).
     pub fn retime(&mut self, now: SimTime) -> Option<SimTime> {
-        if self.qdisc.holds_packets() {
+        if self.holds_packets() {
             // Only started packets are in the pipe; the held ones take the
             // new rate and delay when they are dequeued.
             return None;
@@ -527,7 +594,7 @@ impl LinkDir {
 
     /// A jittered packet reached the far end.
     pub fn on_jittered_arrival(&mut self, wire_bytes: u32) {
-        self.stats.rx_bytes += wire_bytes as u64;
+        self.rx_bytes += wire_bytes as u64;
     }
 
     pub fn in_flight(&self) -> usize {
@@ -569,6 +636,20 @@ mod tests {
     #[test]
     fn a_pipe_entry_takes_32_bytes() {
         assert_eq!(std::mem::size_of::<InFlight>(), 32);
+    }
+
+    /// What an arrival reads lies in the first two cache lines of a
+    /// direction, what a drop-tail, lossless offer reads in the first three.
+    #[test]
+    fn the_hot_fields_of_a_direction_share_three_cache_lines() {
+        use std::mem::{align_of, offset_of};
+        assert_eq!(align_of::<LinkDir>(), 64);
+        let end = |offset: usize, size: usize| offset + size;
+        assert!(end(offset_of!(LinkDir, jitter_generation), 4) <= 64);
+        assert!(end(offset_of!(LinkDir, lossless), 1) <= 128);
+        let params = offset_of!(LinkDir, params);
+        assert!(offset_of!(LinkDir, busy_ps) >= 128);
+        assert!(end(params + offset_of!(LinkDirParams, up), 1) <= 192);
     }
 
     /// Each packet's 5-tuple, size and ECN capability come out of the pipe
@@ -617,7 +698,7 @@ mod tests {
         let outs: Vec<_> = (0..5).map(|i| d.enqueue(SimTime::ZERO, PacketId(i), 1000)).collect();
         // One in transmission plus two waiting; the rest dropped.
         assert_eq!(outs.iter().filter(|o| **o == EnqueueOutcome::Dropped).count(), 2);
-        assert_eq!(d.stats.queue_drops, 2);
+        assert_eq!(d.stats().queue_drops, 2);
         // After the first finishes (8 ms) one slot frees.
         assert_eq!(d.queue_len_pkts(SimTime(8_000_000_000)), 1);
     }
@@ -651,13 +732,13 @@ mod tests {
         }
     }
 
-    /// The cached per-byte time follows a rate set through `params`, as
-    /// link events and traces do.
+    /// The cached per-byte time follows a rate set through `set_params`,
+    /// as link events and traces do.
     #[test]
     fn the_cached_rate_follows_changes_of_the_parameters() {
         let mut d = dir(1_000_000_000, 1, QueueLimit::Packets(10));
         for bw in [1_000_000_000u64, 7_777_777, 2_500_000, 1_000_000_000, 3] {
-            d.params.bandwidth_bps = bw;
+            d.set_params(LinkDirParams { bandwidth_bps: bw, ..*d.params() });
             assert_eq!(d.transmission(1514), SimDuration::transmission(1514, bw), "{bw}");
         }
     }
@@ -665,7 +746,7 @@ mod tests {
     #[test]
     fn jitter_lets_packets_overtake_each_other() {
         let mut d = dir(1_000_000_000, 1, QueueLimit::Packets(1000));
-        d.params.jitter = SimDuration::from_millis(5);
+        d.set_params(LinkDirParams { jitter: SimDuration::from_millis(5), ..*d.params() });
         let arrivals: Vec<SimTime> = (0..50)
             .map(|i| match d.enqueue(SimTime::ZERO, PacketId(i), 1000) {
                 EnqueueOutcome::Jittered { arrival } => arrival,
@@ -679,7 +760,7 @@ mod tests {
     #[test]
     fn with_jitter_a_rate_change_applies_to_later_packets_only() {
         let mut d = dir(1_000_000, 1, QueueLimit::Packets(10));
-        d.params.jitter = SimDuration::from_millis(2);
+        d.set_params(LinkDirParams { jitter: SimDuration::from_millis(2), ..*d.params() });
         let offer = |d: &mut LinkDir, t: SimTime, i: u32| match d.enqueue(t, PacketId(i), 1000) {
             EnqueueOutcome::Jittered { arrival } => arrival,
             o => panic!("{o:?}"),
@@ -687,7 +768,7 @@ mod tests {
         let before: Vec<SimTime> = (0..4).map(|i| offer(&mut d, SimTime::ZERO, i)).collect();
         let (gen, jgen) = (d.generation, d.jitter_generation);
         // 8 ms each at 1 Mbps: three wait when the rate doubles at 1 ms.
-        d.params.bandwidth_bps = 2_000_000;
+        d.set_params(LinkDirParams { bandwidth_bps: 2_000_000, ..*d.params() });
         assert_eq!(d.retime(SimTime(1_000_000_000)), None);
         assert_eq!((d.generation, d.jitter_generation), (gen, jgen), "pending arrivals stay valid");
         // The transmitter is busy until 32 ms; the next packet takes 4 ms.
@@ -708,7 +789,7 @@ mod tests {
         }
         // 8 ms each at 1 Mbps. Double the rate at 1 ms: the first packet
         // keeps its 8 ms, the others take 4 ms each.
-        d.params.bandwidth_bps = 2_000_000;
+        d.set_params(LinkDirParams { bandwidth_bps: 2_000_000, ..*d.params() });
         let head = d.retime(SimTime(1_000_000_000));
         assert_eq!(head, Some(SimTime(8_000_000_000)));
         d.pop_arrival();
@@ -886,7 +967,7 @@ mod tests {
                 Step::Change { rate_bps, delay_us, .. } => {
                     let delay = SimDuration(delay_us * 1_000_000);
                     d.sync(now);
-                    (d.params.bandwidth_bps, d.params.delay) = (rate_bps, delay);
+                    d.set_params(LinkDirParams { bandwidth_bps: rate_bps, delay, ..*d.params() });
                     if let Some(t) = d.retime(now) {
                         next = Some(t);
                     }

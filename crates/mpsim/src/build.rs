@@ -209,6 +209,7 @@ impl Simulation {
         let names: Vec<&str> = spec.nodes.iter().map(|n| n.name.as_str()).collect();
         let sdn = crate::sdn::Sdn::from_spec(spec, &names, &topo.kinds)?;
         let end = SimTime(spec.duration_ps);
+        let dir_ends = crate::sim::DirEnd::of_links(&links, &nodes);
         let mut sim = Simulation {
             now: SimTime::ZERO,
             end,
@@ -217,6 +218,7 @@ impl Simulation {
             nodes,
             links,
             dirs,
+            dir_ends,
             traces_bw,
             topo,
             routes,

@@ -489,7 +489,7 @@ impl Simulation {
                 addr: mpsim_net::iface_addr(l, s),
                 id: i as u8,
                 backup: m.backup_links.contains(&l),
-                up: self.dirs[(2 * l.0 + s) as usize].params.up,
+                up: self.dirs[(2 * l.0 + s) as usize].params().up,
             })
             .collect();
         let side_bit = (side == Side::Server) as u64;
@@ -680,21 +680,23 @@ impl Simulation {
         self.dirs[dir as usize].sync(self.now);
         self.settle_aqm(dir);
         let d = &mut self.dirs[dir as usize];
+        let mut p = *d.params();
         if let Some(bw) = ev.bandwidth_bps {
-            d.params.bandwidth_bps = bw.max(1);
+            p.bandwidth_bps = bw.max(1);
         }
         if let Some(delay) = ev.delay_ps {
-            d.params.delay = SimDuration(delay);
+            p.delay = SimDuration(delay);
         }
         if let Some(loss) = ev.loss {
-            d.params.loss = crate::build::loss_model(&loss);
+            p.loss = crate::build::loss_model(&loss);
         }
         if let Some(j) = ev.jitter_ps {
-            d.params.jitter = SimDuration(j);
+            p.jitter = SimDuration(j);
         }
         if let Some(q) = ev.queue {
-            d.params.queue = crate::build::queue_limit(&q);
+            p.queue = crate::build::queue_limit(&q);
         }
+        d.set_params(p);
         match ev.up {
             Some(false) => {
                 for pid in d.go_down(self.now) {
@@ -723,7 +725,8 @@ impl Simulation {
         let next = trace.get(index as usize + 1).map(|&(t, _)| t);
         self.dirs[dir as usize].sync(self.now);
         self.settle_aqm(dir);
-        self.dirs[dir as usize].params.bandwidth_bps = bw.max(1);
+        let d = &mut self.dirs[dir as usize];
+        d.set_params(mpsim_net::LinkDirParams { bandwidth_bps: bw.max(1), ..*d.params() });
         self.retime(dir);
         if let Some(t) = next {
             self.queue.push(SimTime(t), Ev::TraceStep { dir, index: index + 1 });
@@ -777,7 +780,7 @@ impl Simulation {
         let n = f.client_links.len();
         let next = (1..=n).map(|k| (f.active + k) % n).find(|&i| {
             let (link, side) = f.client_links[i];
-            self.dirs[(2 * link.0 + side) as usize].params.up
+            self.dirs[(2 * link.0 + side) as usize].params().up
         });
         let Some(next) = next else { return };
         let eps: Vec<u32> = f.conns.values().flat_map(|s| [s.client_ep, s.server_ep]).flatten().collect();

@@ -143,7 +143,7 @@ impl Simulation {
     /// Rebuilds the tables from the directions that are up now (later
     /// changes schedule their own rebuild).
     pub(crate) fn on_reroute(&mut self) {
-        let dir_up: Vec<bool> = self.dirs.iter().map(|d| d.params.up).collect();
+        let dir_up: Vec<bool> = self.dirs.iter().map(|d| d.params().up).collect();
         self.routes = self.forwarding.routes(&self.topo, &dir_up);
         self.forwarding.recomputations += 1;
     }

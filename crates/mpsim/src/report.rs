@@ -278,8 +278,8 @@ impl Simulation {
             }
             for &(link, side) in &node.ifaces {
                 let out = (2 * link.0 + side) as usize;
-                let tx = self.dirs[out].stats.tx_bytes;
-                let rx = self.dirs[out ^ 1].stats.rx_bytes;
+                let tx = self.dirs[out].stats().tx_bytes;
+                let rx = self.dirs[out ^ 1].stats().rx_bytes;
                 let (ltx, lrx) = self.sampler.last_iface[out];
                 self.sampler.last_iface[out] = (tx, rx);
                 let c = &mut self.sampler.ifaces;
@@ -553,7 +553,7 @@ impl Simulation {
     fn link_summary(&self, l: usize) -> Value {
         let dur_ps = self.now.as_ps().max(1) as f64;
         let dir = |d: usize| {
-            let s = &self.dirs[d].stats;
+            let s = self.dirs[d].stats();
             json!({
                 "bytes": s.tx_bytes,
                 "packets": s.tx_packets,

@@ -363,9 +363,9 @@ impl Simulation {
         let app_size_bytes = connection.and_then(|(f, _)| app_size_bytes(&self.flows[f as usize].spec.app));
         let hash = hash_rows(self.seed, self.dir_far_node(first_dir));
         let link_bps: Vec<u64> = (0..self.links.len())
-            .map(|l| self.dirs[2 * l].params.bandwidth_bps.min(self.dirs[2 * l + 1].params.bandwidth_bps))
+            .map(|l| self.dirs[2 * l].params().bandwidth_bps.min(self.dirs[2 * l + 1].params().bandwidth_bps))
             .collect();
-        let dir_up: Vec<bool> = self.dirs.iter().map(|d| d.params.up).collect();
+        let dir_up: Vec<bool> = self.dirs.iter().map(|d| d.params().up).collect();
         let g = NetGraph { topo: &self.topo, link_bps: &link_bps, dir_up: &dir_up };
         let opening = if join { Opening::Join } else { Opening::First };
         let request = PacketIn { key, first_dir, last_dir, opening, connection, app_size_bytes, hash: &hash };

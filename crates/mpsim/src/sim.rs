@@ -97,6 +97,30 @@ pub(crate) struct Link {
     pub events: Vec<crate::spec::LinkEventSpec>,
 }
 
+/// What the packet path needs of a direction's wiring, 8 bytes a
+/// direction: on a large fabric the `links` and `nodes` entries it stands
+/// for are a cache miss each on every hop.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DirEnd {
+    /// The node at the far end.
+    pub far: NodeId,
+    pub far_is_host: bool,
+    /// A middlebox on the link removes MPTCP options.
+    pub strip_mptcp: bool,
+}
+
+impl DirEnd {
+    /// Both directions of every link, in direction order.
+    pub(crate) fn of_links(links: &[Link], nodes: &[Node]) -> Vec<DirEnd> {
+        let end = |far: NodeId, l: &Link| DirEnd {
+            far,
+            far_is_host: nodes[far.index()].kind == NodeKind::Host,
+            strip_mptcp: l.strip_mptcp,
+        };
+        links.iter().flat_map(|l| [end(l.b, l), end(l.a, l)]).collect()
+    }
+}
+
 pub struct Simulation {
     pub(crate) now: SimTime,
     pub(crate) end: SimTime,
@@ -105,6 +129,8 @@ pub struct Simulation {
     pub(crate) nodes: Vec<Node>,
     pub(crate) links: Vec<Link>,
     pub(crate) dirs: Vec<LinkDir>,
+    /// Per direction, its far end (`links` and `nodes` in 8 bytes).
+    pub(crate) dir_ends: Vec<DirEnd>,
     pub(crate) traces_bw: Vec<Option<Vec<(u64, u64)>>>,
     pub(crate) topo: Topology,
     pub(crate) routes: Routes,
@@ -257,12 +283,7 @@ impl Simulation {
 
     /// Node at the far end of direction `dir`.
     pub(crate) fn dir_far_node(&self, dir: u32) -> NodeId {
-        let l = &self.links[(dir / 2) as usize];
-        if dir.is_multiple_of(2) {
-            l.b
-        } else {
-            l.a
-        }
+        self.dir_ends[dir as usize].far
     }
 
     fn on_arrival(&mut self, dir: u32, generation: u32) {
@@ -297,8 +318,9 @@ impl Simulation {
     /// registers less on every hop.
     #[inline(always)]
     fn arrive(&mut self, dir: u32, pid: PacketId, hop: &Hop) {
-        let node = self.dir_far_node(dir);
-        if self.nodes[node.index()].kind == NodeKind::Host {
+        let end = self.dir_ends[dir as usize];
+        let node = end.far;
+        if end.far_is_host {
             if !self.captures.is_empty() {
                 self.capture(self.capture_ingress[dir as usize], pid);
             }
@@ -328,7 +350,7 @@ impl Simulation {
     /// Sends packet `pid`, whose 5-tuple and size are `hop`, over `dir`.
     pub(crate) fn transmit_hop(&mut self, dir: u32, pid: PacketId, hop: &Hop) {
         let stripped;
-        let hop = if self.links[(dir / 2) as usize].strip_mptcp {
+        let hop = if self.dir_ends[dir as usize].strip_mptcp {
             self.pool.update(pid, |p| {
                 p.wire_bytes -= p.ext.option_bytes();
                 p.ext = Default::default();
@@ -345,7 +367,7 @@ impl Simulation {
         let q = QPkt { pid, wire_bytes: hop.wire_bytes, flow_hash, ect: hop.ect, enqueued: self.now, key: hop.key };
         let outcome = d.offer(self.now, q);
         let (generation, jitter_generation) = (d.generation, d.jitter_generation);
-        if !d.aqm.is_empty() {
+        if d.aqm_pending() {
             self.apply_aqm(dir);
         }
         if outcome != EnqueueOutcome::Dropped && !self.captures.is_empty() {
@@ -377,7 +399,7 @@ impl Simulation {
     /// on the ones it marked.
     #[inline(always)]
     pub(crate) fn settle_aqm(&mut self, dir: u32) {
-        if !self.dirs[dir as usize].aqm.is_empty() {
+        if self.dirs[dir as usize].aqm_pending() {
             self.apply_aqm(dir);
         }
     }

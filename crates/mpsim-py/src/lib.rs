@@ -7,6 +7,14 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyType};
 
+/// The engine's allocator: jemalloc, which `.cargo/config.toml` builds to
+/// back its heap with transparent huge pages. A large fabric's state
+/// spans hundreds of megabytes, and on 4 KiB pages its runs took up to
+/// half as long again (docs/performance.md, "Link directions, huge pages").
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Events run between two checks for Ctrl-C: tens of milliseconds of work.
 const EVENTS_PER_SLICE: u64 = 1 << 20;
 

@@ -1,6 +1,14 @@
 //! Runs an engine spec (JSON file) and prints the summary: a debugging aid
 //! for the engine without Python.
 
+/// The allocator, as in the Python module: jemalloc, which `.cargo/config.toml` builds to
+/// back its heap with transparent huge pages. A large fabric's state
+/// spans hundreds of megabytes, and on 4 KiB pages its runs took up to
+/// half as long again (docs/performance.md, "Link directions, huge pages").
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let Some(path) = std::env::args().nth(1) else {
         eprintln!("usage: run_spec SPEC.json");

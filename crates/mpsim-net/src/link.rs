@@ -33,11 +33,10 @@ use mpsim_core::spare::release_spare_keeping;
 use mpsim_core::{Addr, PacketId, SimDuration, SimRng, SimTime};
 use std::collections::VecDeque;
 
-/// Pipe entries a direction always keeps. A lightly loaded access link's
-/// pipe swings between one and a dozen packets with each window; keeping
-/// 8 made it give back and regrow its room some 18,000 times per simulated
-/// second on the 100-flow dumbbell (2 % of the run's instructions), while
-/// 16 entries (512 bytes) cost a k=32 FatTree at most 12 MiB more.
+/// Pipe entries a direction always keeps. With 8, the pipes of the
+/// 100-flow dumbbell gave back and regrew their room some 18,000 times per
+/// simulated second (2 % of the run's instructions); 16 entries (512
+/// bytes) cost a k=32 FatTree at most 12 MiB more.
 const PIPE_KEPT_RECORDS: usize = 16;
 
 /// Picoseconds of one bit at 1 bit/s.

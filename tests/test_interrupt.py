@@ -25,6 +25,9 @@ def heavy_network() -> mpsim.Network:
 def test_ctrl_c_interrupts_a_python_run_promptly():
     pytest.importorskip("mpsim._core")
     net = heavy_network()
+    # A shell starts a background job with SIGINT ignored, and the test
+    # process inherits that: for this test Ctrl-C goes to Python.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.5, os.kill, args=(os.getpid(), signal.SIGINT))
     started = time.monotonic()
     timer.start()
@@ -33,4 +36,5 @@ def test_ctrl_c_interrupts_a_python_run_promptly():
             net.run()
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - started < 3.0

@@ -201,8 +201,11 @@ def test_a_failed_run_leaves_nothing_behind(tmp_path, monkeypatch):
 def test_ctrl_c_tears_everything_down(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(TWO_HOSTS.replace('duration = "3s"', 'duration = "30s"'))
+    # The run answers Ctrl-C even where this test process was started
+    # with SIGINT ignored (a shell's background job), which it would inherit.
     proc = subprocess.Popen([sys.executable, "-m", "mpsim", "run", str(path), "--backend", "kernel", "-q"],
-                            env={**os.environ, "PYTHONPATH": PACKAGE_ROOT}, stderr=subprocess.PIPE, text=True)
+                            env={**os.environ, "PYTHONPATH": PACKAGE_ROOT}, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 15
     while not any("namespace" in x for x in leftovers()) and time.monotonic() < deadline:
         time.sleep(0.05)

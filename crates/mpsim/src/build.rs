@@ -174,6 +174,7 @@ impl Simulation {
         }
         let mut links = Vec::new();
         let mut dirs = Vec::new();
+        let mut dir_ends = Vec::new();
         let mut traces_bw = Vec::new();
         for (i, l) in spec.links.iter().enumerate() {
             let a = index.get(&l.a, &format!("link '{}'", l.name))?;
@@ -201,7 +202,8 @@ impl Simulation {
             if l.events.iter().any(|e| e.jitter_ps.is_some_and(|j| j > 0)) && (held(&l.a_to_b) || held(&l.b_to_a)) {
                 return Err(invalid(format!("link '{}': an event cannot add jitter to a codel or fq_codel queue", l.name)));
             }
-            links.push(Link { name: l.name.clone(), strip_mptcp: l.strip_mptcp, a, b, events: l.events.clone() });
+            dir_ends.extend(crate::sim::DirEnd::of_link(a, b, l.strip_mptcp, &nodes));
+            links.push(Link { name: l.name.clone(), a, b, events: l.events.clone() });
         }
         let topo = Topology { kinds: nodes.iter().map(|n| n.kind).collect(), links: links.iter().map(|l| (l.a, l.b)).collect() };
         let forwarding = crate::forwarding::Forwarding::from_spec(spec);
@@ -209,7 +211,6 @@ impl Simulation {
         let names: Vec<&str> = spec.nodes.iter().map(|n| n.name.as_str()).collect();
         let sdn = crate::sdn::Sdn::from_spec(spec, &names, &topo.kinds)?;
         let end = SimTime(spec.duration_ps);
-        let dir_ends = crate::sim::DirEnd::of_links(&links, &nodes);
         let mut sim = Simulation {
             now: SimTime::ZERO,
             end,

@@ -90,8 +90,6 @@ pub(crate) struct Node {
 
 pub(crate) struct Link {
     pub name: String,
-    /// A middlebox on this link removes MPTCP options.
-    pub strip_mptcp: bool,
     pub a: NodeId,
     pub b: NodeId,
     pub events: Vec<crate::spec::LinkEventSpec>,
@@ -105,19 +103,16 @@ pub(crate) struct DirEnd {
     /// The node at the far end.
     pub far: NodeId,
     pub far_is_host: bool,
-    /// A middlebox on the link removes MPTCP options.
+    /// A middlebox on the link removes MPTCP options (the spec's
+    /// `strip_mptcp`, kept only here).
     pub strip_mptcp: bool,
 }
 
 impl DirEnd {
-    /// Both directions of every link, in direction order.
-    pub(crate) fn of_links(links: &[Link], nodes: &[Node]) -> Vec<DirEnd> {
-        let end = |far: NodeId, l: &Link| DirEnd {
-            far,
-            far_is_host: nodes[far.index()].kind == NodeKind::Host,
-            strip_mptcp: l.strip_mptcp,
-        };
-        links.iter().flat_map(|l| [end(l.b, l), end(l.a, l)]).collect()
+    /// The two directions of the link from `a` to `b`, in direction order.
+    pub(crate) fn of_link(a: NodeId, b: NodeId, strip_mptcp: bool, nodes: &[Node]) -> [DirEnd; 2] {
+        let end = |far: NodeId| DirEnd { far, far_is_host: nodes[far.index()].kind == NodeKind::Host, strip_mptcp };
+        [end(b), end(a)]
     }
 }
 
